@@ -1,0 +1,122 @@
+//! The `tierkit` binary: a thin shell over the `tierkit` library crate.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+use tierkit::run_config::{self, RunArgs};
+use tierkit::{bench, list, run};
+
+/// tierkit: compare tiered-memory placement policies on a simulated machine.
+#[derive(Parser)]
+#[command(name = "tierkit", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one policy on one workload and print a summary table.
+    Sim {
+        /// Workload name (see `tierkit list`). Default: gups.
+        #[arg(long)]
+        workload: Option<String>,
+        /// Policy name (see `tierkit list`). Default: autonuma.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Machine preset: cxl, cxl-lowbw, optane. Default: cxl.
+        #[arg(long)]
+        machine: Option<String>,
+        /// Fast-tier size: FAST:SLOW ratio of the footprint (1:8) or a size (512MiB).
+        #[arg(long)]
+        ratio: Option<String>,
+        /// TOML run configuration; flags and --set override it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override any configuration key, e.g. --set workload.hot_fraction=0.2.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Seed. Default: 42.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write summary.json, timeseries.csv and config.toml here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Overwrite earlier results in --out.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List policies, workloads and machines with their parameters and defaults.
+    List,
+    /// Measure simulated accesses per wall-clock second (median of --reps runs).
+    Bench {
+        /// Runs per case.
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+        /// Accesses per run.
+        #[arg(long, default_value_t = 40_000_000)]
+        accesses: u64,
+    },
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+        std::process::exit(2);
+    }
+}
+
+fn real_main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Sim {
+            workload,
+            policy,
+            machine,
+            ratio,
+            config,
+            sets,
+            seed,
+            out,
+            force,
+        } => {
+            let config_file = match config {
+                Some(p) => Some((
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p)
+                        .with_context(|| format!("cannot read config file {}", p.display()))?,
+                )),
+                None => None,
+            };
+            let args = RunArgs {
+                config_file,
+                workload,
+                policy,
+                machine,
+                fast: ratio,
+                seed,
+                sets,
+            };
+            let cfg = run_config::build(&args)?;
+            if let Some(dir) = &out {
+                run::check_out_dir(dir, force)?;
+            }
+            let start = Instant::now();
+            let result = run::simulate(&cfg, std::io::stderr().is_terminal())?;
+            print!("{}", run::table(&result, start.elapsed()));
+            if let Some(dir) = &out {
+                run::write_outputs(dir, &cfg, &result)?;
+                println!("  results in {}", dir.display());
+            }
+        }
+        Command::List => print!("{}", list::listing()),
+        Command::Bench { reps, accesses } => {
+            for case in bench::CASES {
+                let rate = bench::run_case(case, reps, accesses)?;
+                println!("{} {}", case.name, rate);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! Run one simulation: build the workload, policy and machine from a [`RunConfig`],
+//! run it with a progress bar on a terminal, print a table, write the outputs.
+
+use crate::run_config::RunConfig;
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tierkit_sim::{RunLabels, RunOutput, Simulation};
+
+/// Run `cfg`. `show_progress` enables the progress bar (drawn only on a terminal and
+/// only once a run has taken more than two seconds).
+pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
+    let workload = cfg.workload.build(cfg.seed);
+    let expected = workload.expected_accesses();
+    let policy = cfg.policy.build();
+    let labels = RunLabels {
+        policy: cfg.policy.name().into(),
+        workload: cfg.workload.name().into(),
+        seed: cfg.seed,
+    };
+    let sim = Simulation::new(&cfg.machine, &cfg.sim, policy, workload, labels)?;
+    let start = Instant::now();
+    let bar = ProgressBar::with_draw_target(expected, ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {bar:40} {human_pos}/{human_len} accesses ({per_sec}, eta {eta})",
+        )
+        .expect("static template"),
+    );
+    let mut shown = false;
+    let out = sim.run(&mut |n| {
+        if show_progress && !shown && start.elapsed() > Duration::from_secs(2) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_position(n);
+    })?;
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// The human table for stdout.
+pub fn table(out: &RunOutput, wall: Duration) -> String {
+    let s = &out.summary;
+    let mut t = String::new();
+    let row = |t: &mut String, k: &str, v: String| t.push_str(&format!("  {k:<28} {v}\n"));
+    t.push_str(&format!(
+        "tierkit sim: {} on {} ({} machine, fast {}), seed {}\n",
+        s.policy, s.workload, s.machine, s.fast, s.seed
+    ));
+    row(
+        &mut t,
+        "simulated runtime",
+        format!("{:.3} s", s.sim_seconds),
+    );
+    row(
+        &mut t,
+        "accesses",
+        format!("{} ({} reached memory)", s.accesses, s.mem_accesses),
+    );
+    row(
+        &mut t,
+        "fast access ratio",
+        format!("{:.2}%", s.fast_access_ratio * 100.0),
+    );
+    row(
+        &mut t,
+        "promoted / demoted pages",
+        format!("{} / {}", s.promoted_pages, s.demoted_pages),
+    );
+    row(
+        &mut t,
+        "migration traffic",
+        format!(
+            "{:.1} MiB ({:.2}% of memory traffic)",
+            s.migrated_bytes as f64 / (1 << 20) as f64,
+            s.migration_traffic_share * 100.0
+        ),
+    );
+    row(
+        &mut t,
+        "hinting faults / samples",
+        format!("{} / {}", s.hint_faults, s.samples),
+    );
+    row(
+        &mut t,
+        "tiering CPU",
+        format!(
+            "{:.3} s (application stall {:.3} s)",
+            s.tiering_cpu_seconds, s.app_tiering_stall_seconds
+        ),
+    );
+    for tier in &s.tiers {
+        row(
+            &mut t,
+            &format!("tier {} used / capacity", tier.name),
+            format!("{} / {} pages", tier.used_pages, tier.capacity_pages),
+        );
+    }
+    for (k, v) in &s.policy_stats {
+        row(&mut t, k, format!("{v}"));
+    }
+    row(
+        &mut t,
+        "wall time",
+        format!(
+            "{:.2} s ({:.1} M accesses/s)",
+            wall.as_secs_f64(),
+            s.accesses as f64 / wall.as_secs_f64().max(1e-9) / 1e6
+        ),
+    );
+    t
+}
+
+/// The files a run writes into `--out`.
+pub const OUTPUT_FILES: &[&str] = &["summary.json", "timeseries.csv", "config.toml"];
+
+/// Refuse to overwrite earlier results unless `force`.
+pub fn check_out_dir(dir: &Path, force: bool) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    for f in OUTPUT_FILES {
+        let p = dir.join(f);
+        if p.exists() {
+            bail!(
+                "{} already exists; choose another --out or pass --force to overwrite",
+                p.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Write summary.json, timeseries.csv and the resolved config.toml into `dir`.
+pub fn write_outputs(dir: &Path, cfg: &RunConfig, out: &RunOutput) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    let json = serde_json::to_string_pretty(&out.summary)? + "\n";
+    for (name, text) in [
+        ("summary.json", json),
+        ("timeseries.csv", out.series.to_csv()),
+        ("config.toml", cfg.to_toml()),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}

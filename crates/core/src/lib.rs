@@ -1,0 +1,33 @@
+//! # tierkit-core: the interface every other crate speaks
+//!
+//! tierkit moves data in one direction:
+//!
+//! ```text
+//! workload ──Op──▶ machine ──Event──▶ policy ──Mechanisms calls──▶ mover ──▶ metrics
+//! ```
+//!
+//! This crate holds only the vocabulary of that flow, so that a policy written against
+//! it runs unchanged on the simulator (`tierkit-sim`) and, later, on a live Linux
+//! process (the daemon):
+//!
+//! - [`units`]: page sizes, tier and process ids, nanosecond time.
+//! - [`workload`]: the [`Workload`](workload::Workload) trait and the [`Op`](workload::Op)
+//!   stream it produces (accesses, mmap, munmap).
+//! - [`mechanisms`]: the [`Mechanisms`](mechanisms::Mechanisms) trait — everything an
+//!   operating system can observe and do for a tiering policy, and nothing more.
+//! - [`policy`]: the [`Policy`](policy::Policy) trait and the [`Event`](policy::Event)s
+//!   it is called with.
+//!
+//! The interface deliberately carries no simulator knowledge: a policy never sees
+//! the access stream itself, only what a kernel could observe (hinting faults, sampled
+//! LLC misses, accessed bits, VMA changes, tier occupancy).
+
+pub mod mechanisms;
+pub mod policy;
+pub mod units;
+pub mod workload;
+
+pub use mechanisms::*;
+pub use policy::*;
+pub use units::*;
+pub use workload::*;

@@ -1,0 +1,242 @@
+//! What an operating system lets a tiering policy observe and do.
+//!
+//! Modelled on DAMON's `damon_operations`: the policy (core) never walks page tables
+//! or copies pages itself; it asks a [`Mechanisms`] implementation, which is the
+//! simulated machine in `tierkit-sim` and the Linux kernel (DAMON, perf, pagemap,
+//! move_pages) in the live daemon.
+//!
+//! **Costs.** Every call that a real kernel pays for is charged by the implementation
+//! to whoever is running the policy code at the time (see [`Runner`]): a hinting-fault
+//! handler charges the faulting thread, a background timer charges a tiering CPU, a
+//! task-context scan charges the scanned process. The documentation of each method
+//! says what it costs in the simulator.
+
+use crate::units::*;
+use serde::Serialize;
+
+/// Static description of one memory tier.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierInfo {
+    /// Tier id; 0 is the fastest.
+    pub id: TierId,
+    /// Short name (`dram`, `cxl`, `pmem`).
+    pub name: String,
+    /// Capacity in base pages.
+    pub capacity_pages: u64,
+    /// Unloaded load latency in nanoseconds.
+    pub load_ns: f64,
+    /// Unloaded store latency in nanoseconds.
+    pub store_ns: f64,
+    /// Peak bandwidth in bytes per second.
+    pub bandwidth_bytes_per_s: f64,
+}
+
+/// Free-page watermarks of a tier, in base pages (Linux `min`/`low`/`high`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Watermarks {
+    /// Below this, allocations fall back to the next tier and migrations into the
+    /// tier fail.
+    pub min: u64,
+    /// Below this, the kernel wakes kswapd (the machine raises
+    /// [`Event::LowWatermark`](crate::policy::Event::LowWatermark)).
+    pub low: u64,
+    /// kswapd reclaims until free pages reach this.
+    pub high: u64,
+}
+
+/// What a policy can learn about one resident page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageInfo {
+    /// Tier holding the page.
+    pub tier: TierId,
+    /// The page is part of a 2 MiB huge page (its head is [`huge_head`] of the vpn).
+    pub huge: bool,
+}
+
+/// A virtual memory area of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Vma {
+    /// First page.
+    pub start_vpn: Vpn,
+    /// Number of base pages.
+    pub nr_pages: u64,
+    /// Anonymous or file-backed.
+    pub kind: crate::workload::VmaKind,
+}
+
+impl Vma {
+    /// One past the last page.
+    pub fn end_vpn(&self) -> Vpn {
+        self.start_vpn + self.nr_pages
+    }
+    /// True if `vpn` lies inside.
+    pub fn contains(&self, vpn: Vpn) -> bool {
+        vpn >= self.start_vpn && vpn < self.end_vpn()
+    }
+}
+
+/// Which event stream a sampling period applies to (PEBS-like).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum SampleKind {
+    /// Loads that miss the LLC (`MEM_LOAD_L3_MISS_RETIRED`-like).
+    LlcLoadMiss,
+    /// All retired stores (`MEM_INST_RETIRED.ALL_STORES`-like), LLC hits included.
+    Store,
+}
+
+/// Who runs a piece of policy code, and so who pays for the mechanisms it calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Runner {
+    /// A kernel or daemon thread of the tiering system (kswapd, kpromoted,
+    /// ksampled...). Its time is tiering CPU; when tiering threads share the
+    /// application's CPUs (a machine setting) the application is slowed by it too.
+    Kthread,
+    /// Work done in the context of a process (like `task_numa_work`): charged as
+    /// tiering CPU *and* as stall time on that process's threads.
+    Task(Pid),
+}
+
+/// How a migration is carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrateMode {
+    /// Inside a fault handler: the faulting thread waits for the copy.
+    Sync,
+    /// From a background thread: the runner pays CPU; the copy consumes bandwidth.
+    Async,
+}
+
+/// Why a migration did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum MigrateError {
+    /// The page is not mapped or not resident.
+    NotPresent,
+    /// The page is already in the target tier.
+    AlreadyThere,
+    /// The target tier would fall below its min watermark.
+    NoSpace,
+    /// The target tier does not exist.
+    BadTier,
+}
+
+/// Identifies a timer a policy scheduled; the policy chooses the numbers.
+pub type TimerId = u32;
+
+/// The operating-system services a tiering policy may use.
+///
+/// All methods that take `(pid, vpn)` address the page containing `vpn`; for a page
+/// inside a huge page they act on the whole huge page, as the kernel does on a
+/// PMD-mapped THP.
+pub trait Mechanisms {
+    // ----- time, tiers and processes -------------------------------------------------
+
+    /// Current time. In a fault handler: the fault time; in a timer: its deadline.
+    fn now(&self) -> Nanos;
+    /// The tiers, fastest first.
+    fn tiers(&self) -> &[TierInfo];
+    /// Free base pages in `tier`.
+    fn free_pages(&self, tier: TierId) -> u64;
+    /// The watermarks of `tier`.
+    fn watermarks(&self, tier: TierId) -> Watermarks;
+    /// Live processes, in pid order.
+    fn processes(&self) -> Vec<Pid>;
+    /// The VMAs of `pid` in address order (empty for an unknown pid).
+    fn vmas(&self, pid: Pid) -> Vec<Vma>;
+    /// Resident set size of `pid` in base pages.
+    fn rss_pages(&self, pid: Pid) -> u64;
+
+    // ----- page state (pagemap / move_pages query) ------------------------------------
+
+    /// Where the page containing `vpn` is, or `None` if it is not resident.
+    /// Cost: none in the simulator (the kernel reads it from the page struct).
+    fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo>;
+
+    /// Call `f` for every resident page unit in `[start_vpn, start_vpn + nr_pages)`:
+    /// once per base page, and once per huge page (with its head vpn). Returns the
+    /// number of page-table entries walked. Cost: per entry walked, like a pagemap read.
+    fn walk_pages(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64;
+
+    // ----- observation ---------------------------------------------------------------
+
+    /// Arm the page so its next access raises a hinting fault
+    /// ([`Event::HintFault`](crate::policy::Event::HintFault)) carrying the arm time.
+    /// Returns false if the page is not resident. Arming an armed page resets its arm
+    /// time. Cost: one PTE update.
+    fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool;
+
+    /// Arm every resident page in the range whose tier passes `tier_filter` (or all
+    /// if `None`), like one `change_prot_numa` call of a NUMA-balancing scan step.
+    /// Returns the number of page units armed. Cost: per PTE walked.
+    fn arm_range(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier_filter: Option<TierId>,
+    ) -> u64;
+
+    /// Test and clear the accessed ("young") bit of the page: true if it was accessed
+    /// since the last clear. `None` if not resident. Cost: one PTE update plus its
+    /// share of a TLB flush.
+    fn test_and_clear_young(&mut self, pid: Pid, vpn: Vpn) -> Option<bool>;
+
+    /// Set the sampling period for `kind`: one
+    /// [`Event::Sample`](crate::policy::Event::Sample) every `period` qualifying
+    /// events; 0 turns sampling of that kind off (the default). Cost: each delivered
+    /// sample costs the tiering CPU its processing time.
+    fn set_sample_period(&mut self, kind: SampleKind, period: u64);
+
+    // ----- time ---------------------------------------------------------------------
+
+    /// Raise [`Event::Timer`](crate::policy::Event::Timer) with `id` at time `at`
+    /// (clamped to now), run by `runner`.
+    fn schedule(&mut self, at: Nanos, id: TimerId, runner: Runner);
+
+    /// Charge `ns` of the policy's own computation to the current runner (data
+    /// structure upkeep that the mechanisms cannot see).
+    fn charge_cpu(&mut self, ns: u64);
+
+    /// A deterministic pseudo-random number (seeded from the run's seed). Policies
+    /// must take their randomness from here, never from the environment.
+    fn random(&mut self) -> u64;
+
+    // ----- actions (the mover) -------------------------------------------------------
+
+    /// Move the page (huge page as a whole) to `to`. Fails rather than overfill: a
+    /// migration that would leave `to` below its min watermark returns
+    /// [`MigrateError::NoSpace`]. Cost: a fixed per-page cost plus the copy at the
+    /// migration bandwidth, to the faulting thread (`Sync`) or the runner (`Async`);
+    /// the copy also loads both tiers' bandwidth.
+    fn migrate(
+        &mut self,
+        pid: Pid,
+        vpn: Vpn,
+        to: TierId,
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError>;
+
+    /// Swap the tiers of two pages of equal size in different tiers (Nimble /
+    /// AutoTiering page exchange); needs no free space. Cost: two migrations.
+    fn exchange(
+        &mut self,
+        a: (Pid, Vpn),
+        b: (Pid, Vpn),
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError>;
+
+    /// Split the huge page containing `vpn` into base pages that stay where they are.
+    /// With `free_zero_subpages`, subpages never written are freed instead (Linux's
+    /// THP shrinker; MEMTIS §4.3). Returns the number of subpages freed, or `None` if
+    /// the page is not huge. Cost: a fixed split cost.
+    fn split_huge(&mut self, pid: Pid, vpn: Vpn, free_zero_subpages: bool) -> Option<u64>;
+
+    /// Collapse the 512 base pages of the 2 MiB range containing `vpn` into a huge
+    /// page in `tier` (khugepaged). All must be resident in one VMA. Cost: a copy of
+    /// 2 MiB plus the fixed cost.
+    fn collapse_huge(&mut self, pid: Pid, vpn: Vpn, tier: TierId) -> Result<(), MigrateError>;
+}

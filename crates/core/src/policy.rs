@@ -1,0 +1,131 @@
+//! The policy interface: one trait, called on events, acting through [`Mechanisms`].
+
+use crate::mechanisms::*;
+use crate::units::*;
+use crate::workload::VmaKind;
+
+/// A hinting fault: the first access to a page armed by
+/// [`Mechanisms::arm_hint_fault`] or [`Mechanisms::arm_range`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HintFault {
+    /// Faulting process.
+    pub pid: Pid,
+    /// Faulting page (the exact 4 KiB page, even inside a huge page).
+    pub vpn: Vpn,
+    /// Tier of the page at the time of the fault.
+    pub tier: TierId,
+    /// The page is part of a huge page.
+    pub huge: bool,
+    /// The faulting access was a store.
+    pub write: bool,
+    /// When the page was armed. `now() - armed_at` is the hint-fault latency Linux
+    /// tiering and Chrono's CIT measure.
+    pub armed_at: Nanos,
+}
+
+/// A sampled memory access (PEBS-like record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// Process that made the access.
+    pub pid: Pid,
+    /// Page accessed (exact 4 KiB page).
+    pub vpn: Vpn,
+    /// Tier that served it (for stores that hit the LLC: the tier holding the page).
+    pub tier: TierId,
+    /// The page is part of a huge page.
+    pub huge: bool,
+    /// Which counter overflowed.
+    pub kind: SampleKind,
+}
+
+/// What the machine tells a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A hinting fault. Runs in the faulting thread ([`Runner::Task`]); a `Sync`
+    /// migration here stalls that thread.
+    HintFault(HintFault),
+    /// A sampled access. Runs on a tiering CPU ([`Runner::Kthread`]).
+    Sample(Sample),
+    /// A mapping was created (before any page of it is touched).
+    Mmap {
+        /// Owner.
+        pid: Pid,
+        /// The new area.
+        vma: Vma,
+    },
+    /// A range was unmapped; its pages are already freed.
+    Munmap {
+        /// Owner.
+        pid: Pid,
+        /// First page of the range.
+        start_vpn: Vpn,
+        /// Length in base pages.
+        nr_pages: u64,
+        /// Kind of the mapping.
+        kind: VmaKind,
+    },
+    /// A page was allocated on first touch (delivered only to policies whose
+    /// [`Requirements::page_alloc_events`] is set).
+    PageAlloc {
+        /// Owner.
+        pid: Pid,
+        /// The page (huge-page head when `huge`).
+        vpn: Vpn,
+        /// Tier it was allocated in.
+        tier: TierId,
+        /// A whole 2 MiB huge page was allocated.
+        huge: bool,
+    },
+    /// An allocation left `tier` below its low watermark (the point where Linux wakes
+    /// kswapd). Raised at most once per millisecond per tier.
+    LowWatermark {
+        /// The tier under pressure.
+        tier: TierId,
+    },
+    /// A timer the policy scheduled fired.
+    Timer {
+        /// The id given to [`Mechanisms::schedule`].
+        id: TimerId,
+    },
+}
+
+/// What a policy needs from the machine beyond the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Requirements {
+    /// The fast tier is unbounded (the `all-fast` reference).
+    pub unbounded_fast_tier: bool,
+    /// Deliver [`Event::PageAlloc`] (costs a call per first touch).
+    pub page_alloc_events: bool,
+}
+
+/// A tiering policy. One module per system implements it.
+///
+/// The machine calls [`Policy::init`] once, then [`Policy::on_event`] for every event
+/// in time order. A policy acts only through the [`Mechanisms`] it is handed; it must
+/// keep all its randomness in [`Mechanisms::random`] so runs are deterministic.
+pub trait Policy: Send {
+    /// Registered name (`autonuma`, `chrono`...).
+    fn name(&self) -> &'static str;
+
+    /// What the policy needs from the machine. Read once, before `init`.
+    fn requirements(&self) -> Requirements {
+        Requirements::default()
+    }
+
+    /// Called once at time 0, before any access: schedule timers, set sample periods.
+    fn init(&mut self, _mech: &mut dyn Mechanisms) {}
+
+    /// React to one event.
+    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms);
+
+    /// Bytes of metadata the policy keeps (per-page counters, lists, sketches), as a
+    /// kernel implementation would; reported in the summary.
+    fn metadata_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Policy-specific counters for the summary (name, value), in a stable order.
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}

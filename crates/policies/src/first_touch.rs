@@ -1,0 +1,21 @@
+//! `first-touch`: static tiering. Pages go where the kernel's first-touch allocation
+//! puts them (the fast tier while it has free pages above its min watermark, then the
+//! slow tier) and never move. MULTI-CLOCK calls this "static tiering".
+
+use serde::{Deserialize, Serialize};
+use tierkit_core::*;
+
+/// `first-touch` has no parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstTouchConfig {}
+
+/// The policy.
+pub struct FirstTouch;
+
+impl Policy for FirstTouch {
+    fn name(&self) -> &'static str {
+        "first-touch"
+    }
+    fn on_event(&mut self, _event: &Event, _mech: &mut dyn Mechanisms) {}
+}

@@ -1,0 +1,105 @@
+//! # tierkit-policies: the tiering systems, one module each
+//!
+//! Every policy implements [`tierkit_core::Policy`] and has a config struct whose
+//! `Default` holds its paper's (or kernel's) defaults, in the paper's units, with the
+//! unit in the field name. [`PolicyConfig`] is the registry: one variant per policy,
+//! selected by `name` in TOML, built by [`PolicyConfig::build`].
+//!
+//! Shared kernel-like machinery that several policies reuse lives beside them:
+//! [`numa_scan`] is Linux's NUMA-balancing scanner (`task_numa_work`).
+//!
+//! To add a policy: write `src/<name>.rs` with `<Name>Config` and the policy, add a
+//! variant to [`PolicyConfig`] and a line to [`PolicyConfig::describe`], and a page
+//! under `docs/policies/`.
+
+use serde::{Deserialize, Serialize};
+use tierkit_core::Policy;
+
+pub mod all_fast;
+pub mod autonuma;
+pub mod first_touch;
+pub mod numa_scan;
+
+pub use all_fast::{AllFast, AllFastConfig};
+pub use autonuma::{Autonuma, AutonumaConfig};
+pub use first_touch::{FirstTouch, FirstTouchConfig};
+
+/// The policy registry: a policy's name and its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum PolicyConfig {
+    /// Unbounded fast tier: the reference for slowdown.
+    AllFast(AllFastConfig),
+    /// Static first-touch placement, never migrates.
+    FirstTouch(FirstTouchConfig),
+    /// Linux NUMA balancing (mode 1) on a CPU-less slow node.
+    Autonuma(AutonumaConfig),
+}
+
+impl PolicyConfig {
+    /// Every registered name with a one-line description, in listing order.
+    pub fn describe() -> &'static [(&'static str, &'static str)] {
+        &[
+            ("all-fast", "unbounded fast tier: every page in DRAM; the reference for slowdown"),
+            ("first-touch", "static placement: fast tier until full, then slow; never migrates"),
+            ("autonuma", "Linux NUMA balancing (numa_balancing=1) on a CPU-less slow node: promote on any hinting fault"),
+        ]
+    }
+
+    /// Registered names.
+    pub fn names() -> Vec<&'static str> {
+        Self::describe().iter().map(|(n, _)| *n).collect()
+    }
+
+    /// The default configuration of `name`.
+    pub fn default_for(name: &str) -> Option<PolicyConfig> {
+        Some(match name {
+            "all-fast" => PolicyConfig::AllFast(Default::default()),
+            "first-touch" => PolicyConfig::FirstTouch(Default::default()),
+            "autonuma" => PolicyConfig::Autonuma(Default::default()),
+            _ => return None,
+        })
+    }
+
+    /// The registered name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PolicyConfig::AllFast(_) => "all-fast",
+            PolicyConfig::FirstTouch(_) => "first-touch",
+            PolicyConfig::Autonuma(_) => "autonuma",
+        }
+    }
+
+    /// Check parameter ranges; the error names the field and the valid range.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            PolicyConfig::AllFast(_) | PolicyConfig::FirstTouch(_) => Ok(()),
+            PolicyConfig::Autonuma(c) => c.validate(),
+        }
+    }
+
+    /// Build the policy.
+    pub fn build(&self) -> Box<dyn Policy> {
+        match self {
+            PolicyConfig::AllFast(_) => Box::new(AllFast),
+            PolicyConfig::FirstTouch(_) => Box::new(FirstTouch),
+            PolicyConfig::Autonuma(c) => Box::new(Autonuma::new(c.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_described_name_has_a_default_that_round_trips() {
+        for name in PolicyConfig::names() {
+            let c = PolicyConfig::default_for(name).unwrap();
+            assert_eq!(c.name(), name);
+            c.validate().unwrap();
+            assert_eq!(c.build().name(), name);
+        }
+        assert!(PolicyConfig::default_for("nope").is_none());
+    }
+}

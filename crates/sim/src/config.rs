@@ -1,0 +1,530 @@
+//! Machine configuration: tiers and their presets, fast-tier sizing, the LLC, THP mode,
+//! mechanism costs, and where tiering threads run.
+//!
+//! Every default is documented in `docs/machine.md` with its source.
+
+use crate::error::SimError;
+use serde::{Deserialize, Serialize};
+use tierkit_core::{MIB, PAGE_SIZE};
+
+/// One memory tier as configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierSpec {
+    /// Short name (`dram`, `cxl`, `pmem`).
+    pub name: String,
+    /// Unloaded load latency, ns.
+    pub load_ns: f64,
+    /// Unloaded store latency, ns.
+    pub store_ns: f64,
+    /// Peak bandwidth, GB/s (10^9 bytes per second).
+    pub bandwidth_gbps: f64,
+    /// Capacity in MiB. For tier 0 it is normally left out and derived from
+    /// [`MachineConfig::fast`]; for the last tier, left out means "enough for the whole
+    /// footprint"; middle tiers must give it.
+    #[serde(default)]
+    pub capacity_mib: Option<u64>,
+}
+
+/// Transparent huge page mode for anonymous memory (`/sys/kernel/mm/transparent_hugepage/enabled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThpMode {
+    /// Only 4 KiB pages.
+    Never,
+    /// Every 2 MiB-aligned range of an anonymous mapping is backed by a huge page on
+    /// first touch.
+    Always,
+}
+
+/// Where tiering threads (kswapd-like, kpromoted, samplers) run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TieringCpus {
+    /// On CPUs of their own: their time is reported but does not slow the application.
+    Dedicated,
+    /// On the application's CPUs: their time is also spread as stall over every
+    /// application thread (FreqTier's and HeMem's user-space threads behave so).
+    Shared,
+}
+
+/// The cost the machine charges for each mechanism. See `docs/machine.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Costs {
+    /// A hinting fault (PROT_NONE fault, PTE restore), charged to the faulting thread, ns.
+    pub hint_fault_ns: f64,
+    /// One page-table entry walked or changed by a scan (`change_prot_numa`, pagemap), ns.
+    pub pte_scan_ns: f64,
+    /// One accessed-bit test-and-clear (rmap walk, PTE update, TLB flush share), ns.
+    pub young_test_ns: f64,
+    /// Processing one PEBS-like sample on a tiering CPU, ns.
+    pub sample_ns: f64,
+    /// Fixed cost of migrating one page unit (isolate, unmap, TLB shootdown, remap), ns.
+    pub migrate_fixed_ns: f64,
+    /// Copy bandwidth of a migration, GB/s.
+    pub migrate_copy_gbps: f64,
+    /// Splitting a huge page, ns.
+    pub split_ns: f64,
+    /// A load or store served by the LLC, ns.
+    pub llc_hit_ns: f64,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            hint_fault_ns: 1_000.0,
+            pte_scan_ns: 10.0,
+            young_test_ns: 50.0,
+            sample_ns: 200.0,
+            migrate_fixed_ns: 3_000.0,
+            migrate_copy_gbps: 8.0,
+            split_ns: 10_000.0,
+            llc_hit_ns: 20.0,
+        }
+    }
+}
+
+/// The simulated machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MachineConfig {
+    /// A preset name (`cxl`, `cxl-lowbw`, `optane`) giving the tiers; ignored when
+    /// `tiers` is given.
+    pub preset: String,
+    /// Fast-tier size: a `fast:slow` ratio of the workload footprint (`1:8` → fast is
+    /// 1/9 of the footprint, as MEMTIS states it) or a size (`512MiB`, `2GiB`).
+    pub fast: String,
+    /// Explicit tiers, fastest first (at least 2). Empty: use the preset.
+    pub tiers: Vec<TierSpec>,
+    /// Transparent huge pages for anonymous mappings.
+    pub thp: ThpMode,
+    /// Model the last-level cache (only misses reach memory and can be sampled).
+    pub llc_enabled: bool,
+    /// LLC size in MiB.
+    pub llc_size_mib: u64,
+    /// LLC associativity.
+    pub llc_ways: u32,
+    /// Where tiering threads run.
+    pub tiering_cpus: TieringCpus,
+    /// Mechanism costs.
+    pub costs: Costs,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        MachineConfig {
+            preset: "cxl".into(),
+            fast: "1:8".into(),
+            tiers: Vec::new(),
+            thp: ThpMode::Never,
+            llc_enabled: true,
+            llc_size_mib: 32,
+            llc_ways: 16,
+            tiering_cpus: TieringCpus::Dedicated,
+            costs: Costs::default(),
+        }
+    }
+}
+
+/// A named set of tiers with a one-line description.
+pub struct Preset {
+    /// Name used in configs and on the command line.
+    pub name: &'static str,
+    /// What it models.
+    pub description: &'static str,
+    /// Its tiers, fastest first.
+    pub tiers: fn() -> Vec<TierSpec>,
+}
+
+fn tier(name: &str, load_ns: f64, store_ns: f64, bandwidth_gbps: f64) -> TierSpec {
+    TierSpec {
+        name: name.into(),
+        load_ns,
+        store_ns,
+        bandwidth_gbps,
+        capacity_mib: None,
+    }
+}
+
+/// Local DRAM as MEMTIS's artifact models it (80 ns); bandwidth of a 6-channel
+/// DDR4-2666 socket at a realistic ~75% of its 128 GB/s peak.
+fn dram() -> TierSpec {
+    tier("dram", 80.0, 80.0, 96.0)
+}
+
+/// The machine presets. Values and sources: `docs/machine.md`.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "cxl",
+        description: "DRAM (80 ns, 96 GB/s) + high-bandwidth CXL (170 ns, 64 GB/s): MEMTIS's emulated CXL, FreqTier's CXL-1",
+        tiers: || vec![dram(), tier("cxl", 170.0, 170.0, 64.0)],
+    },
+    Preset {
+        name: "cxl-lowbw",
+        description: "DRAM + one-channel CXL (180 ns, 8 GB/s): FreqTier's CXL-2",
+        tiers: || vec![dram(), tier("cxl", 180.0, 180.0, 8.0)],
+    },
+    Preset {
+        name: "optane",
+        description: "DRAM + Optane DC PM (300 ns load, 100 ns store, 13 GB/s): MEMTIS setting 1, Chrono/PET/MULTI-CLOCK hardware",
+        tiers: || vec![dram(), tier("pmem", 300.0, 100.0, 13.0)],
+    },
+];
+
+/// Names of all presets, for error messages and `tierkit list`.
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// How the fast tier is sized.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FastSize {
+    /// `fast:slow` parts of the footprint.
+    Ratio {
+        /// Fast parts.
+        fast: f64,
+        /// Slow parts.
+        slow: f64,
+    },
+    /// An absolute size.
+    Bytes(u64),
+}
+
+impl FastSize {
+    /// Parse `1:8`, `1:2.5`, `512MiB`, `2GiB`, `4096KiB` or plain bytes.
+    pub fn parse(s: &str) -> Result<FastSize, SimError> {
+        let s = s.trim();
+        let bad = |why: &str| SimError::Config {
+            what: format!("fast-tier size `{s}`"),
+            why: format!("{why}; expected a ratio like `1:8` or a size like `512MiB`"),
+        };
+        if let Some((a, b)) = s.split_once(':') {
+            let fast: f64 = a
+                .trim()
+                .parse()
+                .map_err(|_| bad("fast part is not a number"))?;
+            let slow: f64 = b
+                .trim()
+                .parse()
+                .map_err(|_| bad("slow part is not a number"))?;
+            if !(fast.is_finite() && slow.is_finite()) || fast <= 0.0 || slow < 0.0 {
+                return Err(bad("the fast part must be > 0 and the slow part ≥ 0"));
+            }
+            return Ok(FastSize::Ratio { fast, slow });
+        }
+        parse_size(s).map(FastSize::Bytes).map_err(|e| bad(&e))
+    }
+
+    /// Fast-tier bytes for a footprint.
+    pub fn bytes_for(&self, footprint_bytes: u64) -> u64 {
+        match *self {
+            FastSize::Ratio { fast, slow } => {
+                (footprint_bytes as f64 * fast / (fast + slow)).round() as u64
+            }
+            FastSize::Bytes(b) => b,
+        }
+    }
+}
+
+/// Parse a byte size with an optional binary suffix (`KiB`, `MiB`, `GiB`, `TiB`, or
+/// `K`, `M`, `G`, `T`). Errors are a short reason.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let idx = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(idx);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` does not start with a number"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        "t" | "tib" | "tb" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` (use KiB, MiB, GiB, TiB)"
+            ))
+        }
+    };
+    let bytes = value * mult as f64;
+    if !(bytes.is_finite() && bytes >= 1.0) {
+        return Err(format!("`{s}` must be a positive size"));
+    }
+    Ok(bytes as u64)
+}
+
+/// Tiers resolved to page capacities for one workload.
+#[derive(Debug, Clone)]
+pub struct ResolvedTiers {
+    /// Specs, fastest first.
+    pub specs: Vec<TierSpec>,
+    /// Capacity of each tier in base pages.
+    pub capacity_pages: Vec<u64>,
+}
+
+impl MachineConfig {
+    /// Check the configuration without a workload.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let tiers = self.tier_specs()?;
+        if tiers.len() < 2 {
+            return Err(SimError::Config {
+                what: "machine.tiers".into(),
+                why: format!(
+                    "{} tier(s) given; a tiered machine needs at least 2",
+                    tiers.len()
+                ),
+            });
+        }
+        for (i, t) in tiers.iter().enumerate() {
+            for (field, v) in [
+                ("load_ns", t.load_ns),
+                ("store_ns", t.store_ns),
+                ("bandwidth_gbps", t.bandwidth_gbps),
+            ] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(SimError::Config {
+                        what: format!("machine.tiers[{i}].{field}"),
+                        why: format!("{v} is not a positive number"),
+                    });
+                }
+            }
+            if t.capacity_mib == Some(0) {
+                return Err(SimError::Config {
+                    what: format!("machine.tiers[{i}].capacity_mib"),
+                    why: "0 is not a positive size".into(),
+                });
+            }
+            if i > 0 && i + 1 < tiers.len() && t.capacity_mib.is_none() {
+                return Err(SimError::Config {
+                    what: format!("machine.tiers[{i}].capacity_mib"),
+                    why: "a middle tier needs an explicit capacity".into(),
+                });
+            }
+        }
+        FastSize::parse(&self.fast)?;
+        if self.llc_enabled {
+            let lines = self.llc_size_mib * MIB / tierkit_core::CACHE_LINE;
+            if self.llc_ways == 0 || self.llc_size_mib == 0 {
+                return Err(SimError::Config {
+                    what: "machine.llc_size_mib / llc_ways".into(),
+                    why: "must be positive".into(),
+                });
+            }
+            let sets = lines / self.llc_ways as u64;
+            if sets == 0 || !sets.is_power_of_two() || lines % self.llc_ways as u64 != 0 {
+                return Err(SimError::Config {
+                    what: "machine.llc_size_mib / llc_ways".into(),
+                    why: format!(
+                        "{} MiB with {} ways gives {} sets; the set count must be a power of two",
+                        self.llc_size_mib, self.llc_ways, sets
+                    ),
+                });
+            }
+        }
+        let c = &self.costs;
+        for (field, v) in [
+            ("hint_fault_ns", c.hint_fault_ns),
+            ("pte_scan_ns", c.pte_scan_ns),
+            ("young_test_ns", c.young_test_ns),
+            ("sample_ns", c.sample_ns),
+            ("migrate_fixed_ns", c.migrate_fixed_ns),
+            ("split_ns", c.split_ns),
+            ("llc_hit_ns", c.llc_hit_ns),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(SimError::Config {
+                    what: format!("machine.costs.{field}"),
+                    why: format!("{v} must be a non-negative number"),
+                });
+            }
+        }
+        if !(c.migrate_copy_gbps.is_finite() && c.migrate_copy_gbps > 0.0) {
+            return Err(SimError::Config {
+                what: "machine.costs.migrate_copy_gbps".into(),
+                why: format!("{} must be positive", c.migrate_copy_gbps),
+            });
+        }
+        Ok(())
+    }
+
+    /// The tier specs: explicit ones, or the preset's.
+    pub fn tier_specs(&self) -> Result<Vec<TierSpec>, SimError> {
+        if !self.tiers.is_empty() {
+            return Ok(self.tiers.clone());
+        }
+        PRESETS
+            .iter()
+            .find(|p| p.name == self.preset)
+            .map(|p| (p.tiers)())
+            .ok_or_else(|| SimError::UnknownName {
+                kind: "machine",
+                name: self.preset.clone(),
+                valid: preset_names().join(", "),
+            })
+    }
+
+    /// Resolve capacities for a workload of `footprint_bytes`. `unbounded_fast` makes
+    /// the fast tier hold everything (the `all-fast` reference).
+    pub fn resolve(
+        &self,
+        footprint_bytes: u64,
+        unbounded_fast: bool,
+    ) -> Result<ResolvedTiers, SimError> {
+        self.validate()?;
+        let specs = self.tier_specs()?;
+        let footprint_pages = footprint_bytes.div_ceil(PAGE_SIZE).max(1);
+        // Headroom for watermarks and huge-page rounding, so a footprint that "fits"
+        // really fits.
+        let whole = footprint_pages + footprint_pages / 16 + 1024;
+        let n = specs.len();
+        let mut capacity_pages = Vec::with_capacity(n);
+        for (i, s) in specs.iter().enumerate() {
+            let pages = if i == 0 {
+                if unbounded_fast {
+                    whole
+                } else if let Some(mib) = s.capacity_mib {
+                    mib * MIB / PAGE_SIZE
+                } else {
+                    FastSize::parse(&self.fast)?.bytes_for(footprint_bytes) / PAGE_SIZE
+                }
+            } else if let Some(mib) = s.capacity_mib {
+                mib * MIB / PAGE_SIZE
+            } else {
+                whole
+            };
+            capacity_pages.push(pages);
+        }
+        if capacity_pages[0] == 0 {
+            return Err(SimError::Config {
+                what: format!("fast-tier size `{}`", self.fast),
+                why: format!(
+                    "gives a fast tier of 0 pages for a {} MiB footprint; give a larger ratio or size",
+                    footprint_bytes / MIB
+                ),
+            });
+        }
+        Ok(ResolvedTiers {
+            specs,
+            capacity_pages,
+        })
+    }
+}
+
+/// Simulation settings that are not the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Length of one time-series interval, ms of simulated time.
+    pub interval_ms: u64,
+    /// Threads run ahead of the slowest thread by at most this much simulated time
+    /// before the machine switches threads, ns. Smaller is more exact and slower.
+    pub quantum_ns: u64,
+    /// A page promoted within this many ms of its demotion counts as ping-pong.
+    pub pingpong_window_ms: u64,
+    /// Stop after this many accesses (0: run the workload to its end).
+    pub max_accesses: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            interval_ms: 100,
+            quantum_ns: 1_000,
+            pingpong_window_ms: 10_000,
+            max_accesses: 0,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), SimError> {
+        if self.interval_ms == 0 {
+            return Err(SimError::Config {
+                what: "sim.interval_ms".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        if self.quantum_ns == 0 {
+            return Err(SimError::Config {
+                what: "sim.quantum_ns".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratio_means_fast_share_of_footprint() {
+        let f = FastSize::parse("1:8").unwrap();
+        assert_eq!(f.bytes_for(9 * 1024), 1024);
+        let f = FastSize::parse("512MiB").unwrap();
+        assert_eq!(f.bytes_for(1), 512 * MIB);
+    }
+
+    #[test]
+    fn malformed_sizes_are_rejected() {
+        for s in [
+            "1:", ":8", "0:8", "-1:8", "abc", "1:x", "12XB", "0", "-5MiB", "",
+        ] {
+            assert!(FastSize::parse(s).is_err(), "{s} should be rejected");
+        }
+    }
+
+    #[test]
+    fn presets_validate_and_unknown_preset_lists_valid() {
+        for p in PRESETS {
+            let m = MachineConfig {
+                preset: p.name.into(),
+                ..Default::default()
+            };
+            m.validate().unwrap();
+        }
+        let m = MachineConfig {
+            preset: "nvram".into(),
+            ..Default::default()
+        };
+        let e = m.validate().unwrap_err().to_string();
+        assert!(e.contains("nvram") && e.contains("cxl-lowbw"), "{e}");
+    }
+
+    #[test]
+    fn three_tiers_need_middle_capacity() {
+        let mut m = MachineConfig::default();
+        m.tiers = vec![
+            dram(),
+            tier("cxl", 170.0, 170.0, 64.0),
+            tier("pmem", 300.0, 100.0, 13.0),
+        ];
+        assert!(m.validate().is_err());
+        m.tiers[1].capacity_mib = Some(256);
+        let r = m.resolve(1 << 30, false).unwrap();
+        assert_eq!(r.capacity_pages.len(), 3);
+        assert_eq!(r.capacity_pages[1], 256 * MIB / PAGE_SIZE);
+    }
+
+    #[test]
+    fn llc_geometry_must_be_power_of_two_sets() {
+        let m = MachineConfig {
+            llc_size_mib: 24,
+            llc_ways: 16,
+            ..Default::default()
+        };
+        assert!(m.validate().is_err());
+        let m = MachineConfig {
+            llc_size_mib: 32,
+            llc_ways: 16,
+            ..Default::default()
+        };
+        assert!(m.validate().is_ok());
+    }
+}

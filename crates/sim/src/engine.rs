@@ -1,0 +1,394 @@
+//! The run loop: interleave threads by virtual time, fire timers, record intervals.
+//!
+//! Each step reads as the kernel's loop would: pick the thread furthest behind, fire
+//! the timers and interval boundaries it has passed, then run it for one quantum (or
+//! until the next timer) so threads never drift apart by more than the quantum.
+
+use crate::config::{MachineConfig, SimConfig};
+use crate::error::SimError;
+use crate::machine::{Machine, MachineParams, Payer};
+use crate::metrics::{Counters, Summary, TierSummary, TimeSeries};
+use tierkit_core::*;
+
+/// A finished run.
+pub struct RunOutput {
+    /// Run summary.
+    pub summary: Summary,
+    /// Interval time series.
+    pub series: TimeSeries,
+}
+
+/// Names that identify a run in its summary.
+#[derive(Debug, Clone)]
+pub struct RunLabels {
+    /// Policy name.
+    pub policy: String,
+    /// Workload name.
+    pub workload: String,
+    /// Seed.
+    pub seed: u64,
+}
+
+struct ThreadRun {
+    process: usize,
+    local: usize,
+    mlp: f64,
+    buf: Vec<Op>,
+    pos: usize,
+    done: bool,
+}
+
+/// One simulation: a machine, a policy and a workload.
+pub struct Simulation {
+    /// The machine (public for tests that inspect state after a run).
+    pub machine: Machine,
+    policy: Box<dyn Policy>,
+    workload: Box<dyn Workload>,
+    threads: Vec<ThreadRun>,
+    sim: SimConfig,
+    labels: RunLabels,
+    machine_name: String,
+    fast: String,
+    footprint_bytes: u64,
+    series: TimeSeries,
+}
+
+impl Simulation {
+    /// Build a simulation. Fails on an invalid machine or sim config.
+    pub fn new(
+        machine_cfg: &MachineConfig,
+        sim: &SimConfig,
+        policy: Box<dyn Policy>,
+        workload: Box<dyn Workload>,
+        labels: RunLabels,
+    ) -> Result<Simulation, SimError> {
+        sim.validate()?;
+        let shape = workload.shape();
+        if shape.processes.is_empty() || shape.processes.iter().any(|p| p.nr_threads == 0) {
+            return Err(SimError::Config {
+                what: "workload shape".into(),
+                why: "needs at least one process with at least one thread".into(),
+            });
+        }
+        let req = policy.requirements();
+        let tiers = machine_cfg.resolve(shape.footprint_bytes, req.unbounded_fast_tier)?;
+        let mut machine = Machine::new(MachineParams {
+            tiers,
+            thp: machine_cfg.thp,
+            llc: machine_cfg
+                .llc_enabled
+                .then_some((machine_cfg.llc_size_mib * MIB, machine_cfg.llc_ways)),
+            costs: machine_cfg.costs.clone(),
+            tiering_cpus: machine_cfg.tiering_cpus,
+            seed: labels.seed,
+            pingpong_window_ms: sim.pingpong_window_ms,
+            threads_per_process: shape.processes.iter().map(|p| p.nr_threads).collect(),
+        });
+        machine.page_alloc_events = req.page_alloc_events;
+        let mut threads = Vec::new();
+        for (pi, p) in shape.processes.iter().enumerate() {
+            for local in 0..p.nr_threads as usize {
+                threads.push(ThreadRun {
+                    process: pi,
+                    local,
+                    mlp: p.mlp.max(1e-3),
+                    buf: Vec::new(),
+                    pos: 0,
+                    done: false,
+                });
+            }
+        }
+        let machine_name = if machine_cfg.tiers.is_empty() {
+            machine_cfg.preset.clone()
+        } else {
+            "custom".into()
+        };
+        Ok(Simulation {
+            machine,
+            policy,
+            workload,
+            threads,
+            sim: sim.clone(),
+            labels,
+            machine_name,
+            fast: machine_cfg.fast.clone(),
+            footprint_bytes: shape.footprint_bytes,
+            series: TimeSeries::default(),
+        })
+    }
+
+    /// Run to the end of the workload (or `max_accesses`), calling `progress` with the
+    /// access count now and then.
+    pub fn run(mut self, progress: &mut dyn FnMut(u64)) -> Result<RunOutput, SimError> {
+        self.machine.enter(0.0, Payer::Kthread);
+        self.policy.init(&mut self.machine);
+        self.run_prologues()?;
+        let interval_ns = (self.sim.interval_ms * NS_PER_MS) as f64;
+        let quantum = self.sim.quantum_ns as f64;
+        let mut next_interval = interval_ns;
+        let mut next_progress = 1u64 << 20;
+        let max_accesses = if self.sim.max_accesses == 0 {
+            u64::MAX
+        } else {
+            self.sim.max_accesses
+        };
+        loop {
+            self.settle_shared_stall();
+            let Some((t, clock, second)) = self.pick_thread() else {
+                break;
+            };
+            // Timers and interval ends the laggard thread has passed happen first.
+            if let Some(at) = self.machine.next_timer_at() {
+                if at as f64 <= clock {
+                    self.fire_timer();
+                    continue;
+                }
+            }
+            if next_interval <= clock {
+                self.record_interval(next_interval);
+                next_interval += interval_ns;
+                continue;
+            }
+            let mut horizon = (second + quantum).min(next_interval);
+            if let Some(at) = self.machine.next_timer_at() {
+                horizon = horizon.min(at as f64);
+            }
+            self.run_thread(t, horizon, max_accesses)?;
+            if self.machine.counters.accesses >= next_progress {
+                progress(self.machine.counters.accesses);
+                next_progress = self.machine.counters.accesses + (1 << 20);
+            }
+            if self.machine.counters.accesses >= max_accesses {
+                break;
+            }
+        }
+        let end = self.machine.clocks.iter().cloned().fold(0.0, f64::max);
+        if self.series.rows.last().is_none_or(|r| r.time_s * 1e9 < end) {
+            self.record_interval(end);
+        }
+        progress(self.machine.counters.accesses);
+        #[cfg(debug_assertions)]
+        if let Err(e) = self.machine.check_invariants() {
+            panic!("machine invariant broken at end of run: {e}");
+        }
+        Ok(self.finish(end))
+    }
+
+    fn run_prologues(&mut self) -> Result<(), SimError> {
+        let nproc = self.machine.spaces.len();
+        let mut buf = Vec::new();
+        for p in 0..nproc {
+            buf.clear();
+            self.workload.prologue(p, &mut buf);
+            for op in buf.drain(..) {
+                match op {
+                    Op::Mmap { addr, len, kind } => self.do_mmap(p as u32, addr, len, kind, 0.0)?,
+                    other => {
+                        return Err(SimError::BadMapping {
+                            pid: p as u32,
+                            why: format!("only mmap may appear in a prologue, got {other:?}"),
+                        })
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn do_mmap(
+        &mut self,
+        pid: u32,
+        addr: u64,
+        len: u64,
+        kind: VmaKind,
+        now: f64,
+    ) -> Result<(), SimError> {
+        let vma = self.machine.mmap(pid, addr, len, kind)?;
+        self.machine.enter(now, Payer::Task(Pid(pid)));
+        self.policy
+            .on_event(&Event::Mmap { pid: Pid(pid), vma }, &mut self.machine);
+        Ok(())
+    }
+
+    /// Spread the stall owed to shared-CPU tiering threads over all running threads.
+    fn settle_shared_stall(&mut self) {
+        let owed = std::mem::take(&mut self.machine.shared_stall_pending);
+        if owed == 0.0 {
+            return;
+        }
+        let live: Vec<usize> = (0..self.threads.len())
+            .filter(|&t| !self.threads[t].done)
+            .collect();
+        if live.is_empty() {
+            return;
+        }
+        let share = owed / live.len() as f64;
+        for t in live {
+            self.machine.clocks[t] += share;
+        }
+        self.machine.counters.app_tiering_stall_ns += owed;
+    }
+
+    /// The live thread with the smallest clock (lowest index on ties), its clock, and
+    /// the smallest clock among the other live threads.
+    fn pick_thread(&self) -> Option<(usize, f64, f64)> {
+        let mut best: Option<(usize, f64)> = None;
+        let mut second = f64::INFINITY;
+        for (i, th) in self.threads.iter().enumerate() {
+            if th.done {
+                continue;
+            }
+            let c = self.machine.clocks[i];
+            match best {
+                None => best = Some((i, c)),
+                Some((_, bc)) if c < bc => {
+                    second = bc;
+                    best = Some((i, c));
+                }
+                Some(_) => second = second.min(c),
+            }
+        }
+        best.map(|(i, c)| (i, c, second))
+    }
+
+    fn fire_timer(&mut self) {
+        let (at, id, payer) = self.machine.pop_timer().expect("a timer is due");
+        self.machine.enter(at as f64, payer);
+        self.policy
+            .on_event(&Event::Timer { id }, &mut self.machine);
+    }
+
+    fn record_interval(&mut self, end_ns: f64) {
+        let fast_used = self.machine.tiers[0].used;
+        self.series
+            .record(end_ns / 1e9, &self.machine.counters, fast_used);
+    }
+
+    /// Run thread `t` until its clock reaches `horizon` (at least one op).
+    fn run_thread(&mut self, t: usize, horizon: f64, max_accesses: u64) -> Result<(), SimError> {
+        loop {
+            let th = &mut self.threads[t];
+            if th.pos == th.buf.len() {
+                th.buf.clear();
+                th.pos = 0;
+                self.workload.fill(th.process, th.local, &mut th.buf);
+                if th.buf.is_empty() {
+                    th.done = true;
+                    return Ok(());
+                }
+            }
+            let op = th.buf[th.pos];
+            th.pos += 1;
+            let mlp = th.mlp;
+            let pid = th.process as u32;
+            match op {
+                Op::Access {
+                    addr,
+                    write,
+                    gap_ns,
+                } => {
+                    self.machine
+                        .access(t, addr, write, gap_ns, mlp, self.policy.as_mut())?;
+                }
+                Op::Mmap { addr, len, kind } => {
+                    let now = self.machine.clocks[t];
+                    self.do_mmap(pid, addr, len, kind, now)?;
+                }
+                Op::Munmap { addr, len } => {
+                    if let Some(kind) = self.machine.munmap(pid, addr, len)? {
+                        let now = self.machine.clocks[t];
+                        self.machine.enter(now, Payer::Task(Pid(pid)));
+                        let ev = Event::Munmap {
+                            pid: Pid(pid),
+                            start_vpn: addr >> PAGE_SHIFT,
+                            nr_pages: len >> PAGE_SHIFT,
+                            kind,
+                        };
+                        self.policy.on_event(&ev, &mut self.machine);
+                    }
+                }
+            }
+            if self.machine.clocks[t] >= horizon || self.machine.counters.accesses >= max_accesses {
+                return Ok(());
+            }
+        }
+    }
+
+    fn finish(self, end_ns: f64) -> RunOutput {
+        let c: &Counters = &self.machine.counters;
+        let sim_seconds = end_ns / 1e9;
+        let mem = c.mem_accesses();
+        let traffic = mem as f64 * CACHE_LINE as f64 + c.migrated_bytes as f64;
+        let rows = &self.series.rows;
+        let fast_peak = rows.iter().map(|r| r.fast_used_pages).max().unwrap_or(0);
+        let fast_mean = if rows.is_empty() {
+            0.0
+        } else {
+            rows.iter().map(|r| r.fast_used_pages as f64).sum::<f64>() / rows.len() as f64
+        };
+        let tiers = self
+            .machine
+            .tiers
+            .iter()
+            .zip(&self.machine.tier_info)
+            .enumerate()
+            .map(|(i, (t, info))| TierSummary {
+                name: info.name.clone(),
+                capacity_pages: t.capacity,
+                used_pages: t.used,
+                peak_used_pages: if i == 0 {
+                    fast_peak.max(t.used)
+                } else {
+                    t.used
+                },
+                mem_accesses: c.mem_accesses_by_tier[i],
+            })
+            .collect();
+        let summary = Summary {
+            policy: self.labels.policy.clone(),
+            workload: self.labels.workload.clone(),
+            machine: self.machine_name.clone(),
+            fast: self.fast.clone(),
+            seed: self.labels.seed,
+            sim_seconds,
+            accesses: c.accesses,
+            throughput_accesses_per_s: if sim_seconds > 0.0 {
+                c.accesses as f64 / sim_seconds
+            } else {
+                0.0
+            },
+            mem_accesses: mem,
+            fast_access_ratio: c.fast_access_ratio(),
+            promoted_pages: c.promoted_pages,
+            demoted_pages: c.demoted_pages,
+            migrated_bytes: c.migrated_bytes,
+            migration_traffic_share: if traffic > 0.0 {
+                c.migrated_bytes as f64 / traffic
+            } else {
+                0.0
+            },
+            pingpong_pages: c.pingpong_pages,
+            failed_migrations: c.failed_migrations,
+            hint_faults: c.hint_faults,
+            samples: c.samples,
+            tiering_cpu_seconds: c.tiering_cpu_ns / 1e9,
+            app_tiering_stall_seconds: c.app_tiering_stall_ns / 1e9,
+            policy_metadata_bytes: self.policy.metadata_bytes(),
+            footprint_bytes: self.footprint_bytes,
+            fast_peak_used_pages: fast_peak,
+            fast_mean_used_pages: fast_mean,
+            tiers,
+            counters: c.clone(),
+            policy_stats: self
+                .policy
+                .stats()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        };
+        RunOutput {
+            summary,
+            series: self.series,
+        }
+    }
+}

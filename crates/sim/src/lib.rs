@@ -1,0 +1,25 @@
+//! # tierkit-sim: a deterministic simulated tiered-memory machine
+//!
+//! The flow, module by module:
+//!
+//! - [`config`]: tiers and presets, fast-tier sizing, LLC, THP, mechanism costs.
+//! - [`space`]: address spaces, VMAs and the 16-byte per-page state.
+//! - [`llc`]: the set-associative LLC filter.
+//! - [`machine`]: the hot access path, the [`Mechanisms`](tierkit_core::Mechanisms)
+//!   implementation a policy talks to, and the mover that carries out migrations.
+//! - [`engine`]: the run loop interleaving threads by virtual time, firing timers.
+//! - [`metrics`]: counters, the interval time series, the run summary.
+//!
+//! Determinism: one seeded RNG (for policies), no hash-map iteration, no threads.
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod llc;
+pub mod machine;
+pub mod metrics;
+pub mod space;
+
+pub use config::{MachineConfig, SimConfig};
+pub use engine::{RunLabels, RunOutput, Simulation};
+pub use error::SimError;

@@ -1,0 +1,124 @@
+//! A set-associative last-level cache filter with LRU replacement.
+//!
+//! Only misses reach memory (and can be sampled as LLC load misses). The cache is
+//! shared by all processes and indexed by a hash of (process, line), standing in for a
+//! physically indexed cache. Each way stores the line id with, in its low bits, the
+//! dirty flag and the tier the line was filled from, so a dirty eviction can charge
+//! write-back bandwidth to the right tier.
+
+const EMPTY: u64 = u64::MAX;
+const META_BITS: u32 = 4;
+const DIRTY: u64 = 1 << 3;
+const TIER_MASK: u64 = 0b111;
+
+/// Result of one lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlcResult {
+    /// Served by the cache.
+    Hit,
+    /// Missed; `writeback` names the tier of a dirty line evicted to make room.
+    Miss {
+        /// Tier to charge a 64-byte write-back to.
+        writeback: Option<u8>,
+    },
+}
+
+/// The cache.
+pub struct Llc {
+    ways: usize,
+    set_mask: u64,
+    /// `sets × ways` tags; within a set, index 0 is the most recently used.
+    tags: Vec<u64>,
+}
+
+impl Llc {
+    /// A cache of `size_bytes` with `ways` ways of 64-byte lines. The set count
+    /// (`size / 64 / ways`) must be a power of two (checked by the machine config).
+    pub fn new(size_bytes: u64, ways: u32) -> Llc {
+        let sets = size_bytes / tierkit_core::CACHE_LINE / ways as u64;
+        assert!(
+            sets.is_power_of_two(),
+            "LLC set count must be a power of two"
+        );
+        Llc {
+            ways: ways as usize,
+            set_mask: sets - 1,
+            tags: vec![EMPTY; (sets * ways as u64) as usize],
+        }
+    }
+
+    /// Look up the line of `addr` in process `pid`, filling it on a miss. `tier` is
+    /// where the line's page lives (remembered for write-back).
+    #[inline]
+    pub fn access(&mut self, pid: u32, addr: u64, write: bool, tier: u8) -> LlcResult {
+        let line = ((pid as u64) << 42) | (addr >> 6);
+        // A multiplicative hash spreads pages of all processes over the sets.
+        let set = ((line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.set_mask) as usize;
+        let base = set * self.ways;
+        let set_tags = &mut self.tags[base..base + self.ways];
+        let want = line << META_BITS;
+        for i in 0..set_tags.len() {
+            let t = set_tags[i];
+            if t != EMPTY && (t & !((1 << META_BITS) - 1)) == want {
+                let t = if write { t | DIRTY } else { t };
+                set_tags.copy_within(0..i, 1);
+                set_tags[0] = t;
+                return LlcResult::Hit;
+            }
+        }
+        let victim = set_tags[set_tags.len() - 1];
+        let writeback =
+            (victim != EMPTY && victim & DIRTY != 0).then_some((victim & TIER_MASK) as u8);
+        let last = set_tags.len() - 1;
+        set_tags.copy_within(0..last, 1);
+        set_tags[0] = want | (tier as u64 & TIER_MASK) | if write { DIRTY } else { 0 };
+        LlcResult::Miss { writeback }
+    }
+
+    /// Bytes of simulator memory the cache model uses.
+    pub fn model_bytes(&self) -> u64 {
+        (self.tags.len() * 8) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_access_hits_and_capacity_evicts_lru() {
+        // 1 set × 2 ways: size = 2 lines.
+        let mut c = Llc::new(128, 2);
+        assert_eq!(
+            c.access(0, 0, false, 0),
+            LlcResult::Miss { writeback: None }
+        );
+        assert_eq!(c.access(0, 0, false, 0), LlcResult::Hit);
+        assert_eq!(
+            c.access(0, 64, true, 1),
+            LlcResult::Miss { writeback: None }
+        );
+        // Touch line 0 so line 64 (dirty, tier 1) is the LRU victim.
+        assert_eq!(c.access(0, 0, false, 0), LlcResult::Hit);
+        assert_eq!(
+            c.access(0, 128, false, 0),
+            LlcResult::Miss { writeback: Some(1) }
+        );
+        assert_eq!(c.access(0, 0, false, 0), LlcResult::Hit);
+        assert_eq!(
+            c.access(0, 64, false, 1),
+            LlcResult::Miss { writeback: None }
+        );
+    }
+
+    #[test]
+    fn processes_do_not_share_lines() {
+        let mut c = Llc::new(1 << 20, 16);
+        c.access(0, 4096, false, 0);
+        assert_eq!(
+            c.access(1, 4096, false, 0),
+            LlcResult::Miss { writeback: None }
+        );
+        assert_eq!(c.access(0, 4096, false, 0), LlcResult::Hit);
+    }
+}

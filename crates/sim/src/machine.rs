@@ -1,0 +1,961 @@
+//! The simulated machine: tiers, address spaces, the LLC, per-thread clocks, the
+//! mechanisms a policy uses, and the mover that carries out its migrations.
+//!
+//! The machine is the only owner of page state. [`Machine::access`] is the hot path:
+//! translate, allocate on first touch, deliver a hinting fault if the page is armed,
+//! set the accessed bit, filter through the LLC, charge the serving tier's latency
+//! (plus bandwidth queueing) to the thread, and count samples.
+
+use crate::config::{Costs, ResolvedTiers, ThpMode, TieringCpus};
+use crate::error::SimError;
+use crate::llc::{Llc, LlcResult};
+use crate::metrics::Counters;
+use crate::space::*;
+use rand::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use tierkit_core::*;
+
+/// Who pays for the mechanism calls being made right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Payer {
+    /// An application thread (global thread index), e.g. inside its hinting fault.
+    Thread(usize),
+    /// Task-context work for a process, spread over its threads.
+    Task(Pid),
+    /// A tiering thread.
+    Kthread,
+}
+
+/// Runtime state of one tier.
+#[derive(Debug, Clone)]
+pub struct TierState {
+    /// Capacity in pages.
+    pub capacity: u64,
+    /// Pages in use.
+    pub used: u64,
+    /// Watermarks.
+    pub wm: Watermarks,
+    /// Time until which the tier's bandwidth is booked, ns. A request arriving earlier
+    /// waits: this is the queueing that makes latency rise as demand nears bandwidth.
+    busy_until: f64,
+    /// Transfer time per byte at peak bandwidth, ns.
+    ns_per_byte: f64,
+    load_ns: f64,
+    store_ns: f64,
+    /// Last simulated ms a LowWatermark event was raised (rate limit).
+    last_low_event_ms: Option<u64>,
+}
+
+impl TierState {
+    /// Free pages.
+    #[inline]
+    pub fn free(&self) -> u64 {
+        self.capacity - self.used
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct TimerEntry {
+    at: Nanos,
+    seq: u64,
+    id: TimerId,
+    task: Option<u32>,
+}
+
+/// Linux's watermarks for a tier of `capacity` pages on a machine of `total` pages:
+/// `min_free_kbytes = 4·sqrt(lowmem KiB)` clamped to [128 KiB, 256 MiB], shared among
+/// nodes by size, then `low = min + max(min/4, 0.1%·managed)` and `high = low + the
+/// same step` (`watermark_scale_factor` = 10). See `__setup_per_zone_wmarks`.
+pub fn linux_watermarks(capacity: u64, total: u64) -> Watermarks {
+    let total_kib = (total * PAGE_SIZE / 1024) as f64;
+    let min_free_kib = (4.0 * total_kib.sqrt()).clamp(128.0, 262_144.0);
+    let min_total_pages = min_free_kib * 1024.0 / PAGE_SIZE as f64;
+    let min = (min_total_pages * capacity as f64 / total.max(1) as f64) as u64;
+    let step = (min / 4).max(capacity * 10 / 10_000);
+    Watermarks {
+        min,
+        low: min + step,
+        high: min + 2 * step,
+    }
+}
+
+/// The machine.
+pub struct Machine {
+    /// Tier descriptions handed to policies.
+    pub tier_info: Vec<TierInfo>,
+    /// Tier runtime state.
+    pub tiers: Vec<TierState>,
+    /// One address space per process.
+    pub spaces: Vec<AddressSpace>,
+    /// Per global thread: its virtual clock, ns.
+    pub clocks: Vec<f64>,
+    /// Per global thread: its process.
+    pub thread_pid: Vec<u32>,
+    /// Per process: its global thread indices.
+    pub proc_threads: Vec<Vec<usize>>,
+    /// Counters.
+    pub counters: Counters,
+    llc: Option<Llc>,
+    costs: Costs,
+    thp: bool,
+    shared_tiering_cpus: bool,
+    /// Stall owed by every thread for tiering threads sharing their CPUs, ns.
+    pub shared_stall_pending: f64,
+    sample_period: [u64; 2],
+    sample_countdown: [u64; 2],
+    timers: BinaryHeap<Reverse<TimerEntry>>,
+    timer_seq: u64,
+    now: f64,
+    payer: Payer,
+    rng: Xoshiro256PlusPlus,
+    pingpong_window_ms: u64,
+    /// Deliver PageAlloc events.
+    pub page_alloc_events: bool,
+    ns_per_copy_byte: f64,
+}
+
+/// Settings the machine needs beyond tiers.
+pub struct MachineParams {
+    /// Resolved tiers.
+    pub tiers: ResolvedTiers,
+    /// THP mode.
+    pub thp: ThpMode,
+    /// LLC (size bytes, ways) or none.
+    pub llc: Option<(u64, u32)>,
+    /// Costs.
+    pub costs: Costs,
+    /// Tiering CPU placement.
+    pub tiering_cpus: TieringCpus,
+    /// Seed for [`Mechanisms::random`].
+    pub seed: u64,
+    /// Ping-pong window, ms.
+    pub pingpong_window_ms: u64,
+    /// Threads per process.
+    pub threads_per_process: Vec<u32>,
+}
+
+impl Machine {
+    /// Build an empty machine.
+    pub fn new(p: MachineParams) -> Machine {
+        let total: u64 = p.tiers.capacity_pages.iter().sum();
+        let tiers: Vec<TierState> = p
+            .tiers
+            .specs
+            .iter()
+            .zip(&p.tiers.capacity_pages)
+            .map(|(s, &cap)| TierState {
+                capacity: cap,
+                used: 0,
+                wm: linux_watermarks(cap, total),
+                busy_until: 0.0,
+                ns_per_byte: 1.0 / s.bandwidth_gbps,
+                load_ns: s.load_ns,
+                store_ns: s.store_ns,
+                last_low_event_ms: None,
+            })
+            .collect();
+        let tier_info = p
+            .tiers
+            .specs
+            .iter()
+            .zip(&p.tiers.capacity_pages)
+            .enumerate()
+            .map(|(i, (s, &cap))| TierInfo {
+                id: TierId(i as u8),
+                name: s.name.clone(),
+                capacity_pages: cap,
+                load_ns: s.load_ns,
+                store_ns: s.store_ns,
+                bandwidth_bytes_per_s: s.bandwidth_gbps * 1e9,
+            })
+            .collect();
+        let mut clocks = Vec::new();
+        let mut thread_pid = Vec::new();
+        let mut proc_threads = Vec::new();
+        for (pid, &n) in p.threads_per_process.iter().enumerate() {
+            let mut mine = Vec::new();
+            for _ in 0..n {
+                mine.push(clocks.len());
+                clocks.push(0.0);
+                thread_pid.push(pid as u32);
+            }
+            proc_threads.push(mine);
+        }
+        let counters = Counters {
+            mem_accesses_by_tier: vec![0; tiers.len()],
+            ..Counters::default()
+        };
+        Machine {
+            tier_info,
+            spaces: vec![AddressSpace::default(); p.threads_per_process.len()],
+            tiers,
+            clocks,
+            thread_pid,
+            proc_threads,
+            counters,
+            llc: p.llc.map(|(size, ways)| Llc::new(size, ways)),
+            ns_per_copy_byte: 1.0 / p.costs.migrate_copy_gbps,
+            costs: p.costs,
+            thp: p.thp == ThpMode::Always,
+            shared_tiering_cpus: p.tiering_cpus == TieringCpus::Shared,
+            shared_stall_pending: 0.0,
+            sample_period: [0; 2],
+            sample_countdown: [0; 2],
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            now: 0.0,
+            payer: Payer::Kthread,
+            rng: Xoshiro256PlusPlus::seed_from_u64(p.seed ^ 0x7469_6572_6b69_74),
+            pingpong_window_ms: p.pingpong_window_ms,
+            page_alloc_events: false,
+        }
+    }
+
+    /// Set the context for the policy code about to run.
+    pub fn enter(&mut self, now: f64, payer: Payer) {
+        self.now = now;
+        self.payer = payer;
+    }
+
+    /// Charge `ns` of tiering work to the current payer.
+    pub fn charge(&mut self, ns: f64) {
+        self.counters.tiering_cpu_ns += ns;
+        match self.payer {
+            Payer::Thread(t) => {
+                self.clocks[t] += ns;
+                self.counters.app_tiering_stall_ns += ns;
+            }
+            Payer::Task(pid) => {
+                let threads = &self.proc_threads[pid.index()];
+                let share = ns / threads.len().max(1) as f64;
+                for &t in threads {
+                    self.clocks[t] += share;
+                }
+                self.counters.app_tiering_stall_ns += ns;
+            }
+            Payer::Kthread => {
+                if self.shared_tiering_cpus {
+                    self.shared_stall_pending += ns;
+                }
+            }
+        }
+    }
+
+    /// Time of the earliest pending timer.
+    pub fn next_timer_at(&self) -> Option<Nanos> {
+        self.timers.peek().map(|Reverse(t)| t.at)
+    }
+
+    /// Pop the earliest timer: (deadline, id, payer).
+    pub fn pop_timer(&mut self) -> Option<(Nanos, TimerId, Payer)> {
+        self.timers.pop().map(|Reverse(t)| {
+            let payer = t.task.map_or(Payer::Kthread, |p| Payer::Task(Pid(p)));
+            (t.at, t.id, payer)
+        })
+    }
+
+    fn has_room(&self, tier: usize, n: u64) -> bool {
+        let t = &self.tiers[tier];
+        let last = tier + 1 == self.tiers.len();
+        t.free() >= n && (last || t.free() - n >= t.wm.min)
+    }
+
+    /// Book `bytes` of transfer on `tier`'s bandwidth starting no earlier than `now`.
+    #[inline]
+    fn occupy_bandwidth(&mut self, tier: usize, now: f64, bytes: f64) -> f64 {
+        let t = &mut self.tiers[tier];
+        let start = now.max(t.busy_until);
+        t.busy_until = start + bytes * t.ns_per_byte;
+        start - now
+    }
+
+    /// Map `[addr, addr+len)` in process `pid`.
+    pub fn mmap(&mut self, pid: u32, addr: u64, len: u64, kind: VmaKind) -> Result<Vma, SimError> {
+        if addr % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || len == 0 {
+            return Err(SimError::BadMapping {
+                pid,
+                why: format!("mmap({addr:#x}, {len}) is not page aligned or is empty"),
+            });
+        }
+        let vma = Vma {
+            start_vpn: addr >> PAGE_SHIFT,
+            nr_pages: len >> PAGE_SHIFT,
+            kind,
+        };
+        self.spaces[pid as usize]
+            .insert(vma)
+            .map_err(|why| SimError::BadMapping { pid, why })?;
+        Ok(vma)
+    }
+
+    /// Unmap a range; returns the kind of the first VMA touched, if any.
+    pub fn munmap(&mut self, pid: u32, addr: u64, len: u64) -> Result<Option<VmaKind>, SimError> {
+        if addr % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
+            return Err(SimError::BadMapping {
+                pid,
+                why: format!("munmap({addr:#x}, {len}) is not page aligned"),
+            });
+        }
+        let tiers = &mut self.tiers;
+        let kinds = self.spaces[pid as usize].unmap(addr >> PAGE_SHIFT, len >> PAGE_SHIFT, |t| {
+            tiers[t as usize].used -= 1;
+        });
+        Ok(kinds.first().copied())
+    }
+
+    /// Allocate the page unit holding `vpn` on first touch: the fastest tier with free
+    /// pages above its min watermark (Linux's zonelist fallback). Returns (tier, huge).
+    fn allocate(&mut self, pid: u32, vi: usize, vpn: Vpn) -> Result<(u8, bool), SimError> {
+        let huge = self.thp && self.spaces[pid as usize].vmas[vi].huge_eligible(vpn);
+        let n = if huge { SUBPAGES_PER_HUGE } else { 1 };
+        let Some(tier) = (0..self.tiers.len()).find(|&t| self.has_room(t, n)) else {
+            return Err(SimError::OutOfMemory {
+                pid,
+                capacities: self
+                    .tiers
+                    .iter()
+                    .map(|t| t.capacity.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            });
+        };
+        let v = &mut self.spaces[pid as usize].vmas[vi];
+        if huge {
+            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+            for p in &mut v.pages[head..head + n as usize] {
+                debug_assert!(!p.present());
+                *p = PageState {
+                    tier: tier as u8,
+                    flags: F_HUGE,
+                    ..PageState::EMPTY
+                };
+            }
+        } else {
+            let i = (vpn - v.vma.start_vpn) as usize;
+            v.pages[i] = PageState {
+                tier: tier as u8,
+                ..PageState::EMPTY
+            };
+        }
+        self.spaces[pid as usize].rss_pages += n;
+        self.tiers[tier].used += n;
+        self.counters.allocated_pages += n;
+        Ok((tier as u8, huge))
+    }
+
+    /// Tiers (other than the last) whose free pages fell below `low` and that may
+    /// raise a LowWatermark event now (at most one per ms per tier).
+    fn low_watermark_tiers(&mut self, upto: usize) -> Vec<TierId> {
+        let now_ms = self.now as u64 / NS_PER_MS;
+        let last = self.tiers.len() - 1;
+        let mut out = Vec::new();
+        for (i, t) in self
+            .tiers
+            .iter_mut()
+            .enumerate()
+            .take(upto.min(last - 1) + 1)
+        {
+            if t.free() < t.wm.low && t.last_low_event_ms != Some(now_ms) {
+                t.last_low_event_ms = Some(now_ms);
+                out.push(TierId(i as u8));
+            }
+        }
+        out
+    }
+
+    /// One access by global thread `tid`. The hot path.
+    #[inline]
+    pub fn access(
+        &mut self,
+        tid: usize,
+        addr: u64,
+        write: bool,
+        gap_ns: u32,
+        mlp: f64,
+        policy: &mut dyn Policy,
+    ) -> Result<(), SimError> {
+        let pid = self.thread_pid[tid];
+        self.clocks[tid] += gap_ns as f64;
+        self.counters.accesses += 1;
+        let vpn = addr >> PAGE_SHIFT;
+        let space = &mut self.spaces[pid as usize];
+        let vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
+        let v = &space.vmas[vi];
+        if !v.pages[(vpn - v.vma.start_vpn) as usize].present() {
+            self.first_touch(tid, pid, vi, vpn, policy)?;
+        }
+        let mut v = &mut self.spaces[pid as usize].vmas[vi];
+        let mut ui = v.unit_index(vpn);
+        if v.pages[ui].flags & F_ARMED != 0 {
+            v.pages[ui].flags &= !F_ARMED;
+            let fault = HintFault {
+                pid: Pid(pid),
+                vpn,
+                tier: TierId(v.pages[ui].tier),
+                huge: v.pages[ui].huge(),
+                write,
+                armed_at: v.pages[ui].armed_at,
+            };
+            self.counters.hint_faults += 1;
+            self.enter(self.clocks[tid], Payer::Thread(tid));
+            self.charge(self.costs.hint_fault_ns);
+            policy.on_event(&Event::HintFault(fault), self);
+            // The handler may have migrated or split the page.
+            let space = &mut self.spaces[pid as usize];
+            let vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
+            v = &mut space.vmas[vi];
+            ui = v.unit_index(vpn);
+        }
+        v.pages[ui].flags |= F_ACCESSED;
+        if write {
+            v.pages[(vpn - v.vma.start_vpn) as usize].flags |= F_WRITTEN;
+        }
+        let tier = v.pages[ui].tier;
+        let huge = v.pages[ui].huge();
+        let now = self.clocks[tid];
+        let miss = match &mut self.llc {
+            None => true,
+            Some(llc) => match llc.access(pid, addr, write, tier) {
+                LlcResult::Hit => false,
+                LlcResult::Miss { writeback } => {
+                    if let Some(wt) = writeback {
+                        self.occupy_bandwidth(wt as usize, now, CACHE_LINE as f64);
+                    }
+                    true
+                }
+            },
+        };
+        let latency = if miss {
+            self.counters.mem_accesses_by_tier[tier as usize] += 1;
+            let wait = self.occupy_bandwidth(tier as usize, now, CACHE_LINE as f64);
+            let t = &self.tiers[tier as usize];
+            (if write { t.store_ns } else { t.load_ns }) + wait
+        } else {
+            self.counters.llc_hits += 1;
+            self.costs.llc_hit_ns
+        };
+        self.clocks[tid] += latency / mlp;
+        // PEBS-like counters: LLC load misses, and all stores.
+        let kind = if write {
+            SampleKind::Store
+        } else {
+            SampleKind::LlcLoadMiss
+        };
+        let k = write as usize;
+        if self.sample_period[k] != 0 && (write || miss) {
+            self.sample_countdown[k] -= 1;
+            if self.sample_countdown[k] == 0 {
+                self.sample_countdown[k] = self.sample_period[k];
+                self.deliver_sample(tid, pid, vpn, tier, huge, kind, policy);
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_sample(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vpn: Vpn,
+        tier: u8,
+        huge: bool,
+        kind: SampleKind,
+        policy: &mut dyn Policy,
+    ) {
+        self.counters.samples += 1;
+        self.enter(self.clocks[tid], Payer::Kthread);
+        self.charge(self.costs.sample_ns);
+        let s = Sample {
+            pid: Pid(pid),
+            vpn,
+            tier: TierId(tier),
+            huge,
+            kind,
+        };
+        policy.on_event(&Event::Sample(s), self);
+    }
+
+    #[cold]
+    fn first_touch(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        policy: &mut dyn Policy,
+    ) -> Result<(), SimError> {
+        let (tier, huge) = self.allocate(pid, vi, vpn)?;
+        self.enter(self.clocks[tid], Payer::Thread(tid));
+        if self.page_alloc_events {
+            let v = if huge { huge_head(vpn) } else { vpn };
+            let ev = Event::PageAlloc {
+                pid: Pid(pid),
+                vpn: v,
+                tier: TierId(tier),
+                huge,
+            };
+            policy.on_event(&ev, self);
+        }
+        for t in self.low_watermark_tiers(tier as usize) {
+            self.enter(self.clocks[tid], Payer::Kthread);
+            policy.on_event(&Event::LowWatermark { tier: t }, self);
+        }
+        Ok(())
+    }
+
+    /// Set up a migration's page-table effects and counters; `n` pages from `from` to
+    /// `to`. Shared by migrate, exchange and collapse.
+    fn account_move(&mut self, from: usize, to: usize, n: u64) {
+        self.tiers[from].used -= n;
+        self.tiers[to].used += n;
+        debug_assert!(
+            self.tiers[to].used <= self.tiers[to].capacity,
+            "tier {to} over capacity"
+        );
+        let bytes = n * PAGE_SIZE;
+        self.counters.migrated_bytes += bytes;
+        if to < from {
+            self.counters.promoted_pages += n;
+        } else {
+            self.counters.demoted_pages += n;
+        }
+        let now = self.now;
+        self.occupy_bandwidth(from, now, bytes as f64);
+        self.occupy_bandwidth(to, now, bytes as f64);
+    }
+
+    fn charge_migration(&mut self, bytes: u64, mode: MigrateMode) {
+        let cost = self.costs.migrate_fixed_ns + bytes as f64 * self.ns_per_copy_byte;
+        if mode == MigrateMode::Async {
+            let saved = self.payer;
+            self.payer = Payer::Kthread;
+            self.charge(cost);
+            self.payer = saved;
+        } else {
+            self.charge(cost);
+        }
+    }
+
+    /// Locate the unit of `(pid, vpn)`: (vma index, unit index).
+    fn locate(&self, pid: Pid, vpn: Vpn) -> Option<(usize, usize)> {
+        let space = self.spaces.get(pid.index())?;
+        let vi = space.find_const(vpn)?;
+        let v = &space.vmas[vi];
+        let ui = v.unit_index(vpn);
+        v.pages[ui].present().then_some((vi, ui))
+    }
+
+    /// Change the tier of a located unit (all 512 entries of a huge page) and stamp
+    /// its demotion time; returns the number of base pages.
+    fn retier(&mut self, pid: Pid, vi: usize, ui: usize, to: u8) -> u64 {
+        let now_ms = (self.now as u64 / NS_PER_MS).max(1) as u32;
+        let window = self.pingpong_window_ms;
+        let v = &mut self.spaces[pid.index()].vmas[vi];
+        let from = v.pages[ui].tier;
+        let n = if v.pages[ui].huge() {
+            SUBPAGES_PER_HUGE as usize
+        } else {
+            1
+        };
+        let mut pingpong = false;
+        for p in &mut v.pages[ui..ui + n] {
+            p.tier = to;
+        }
+        let head = &mut v.pages[ui];
+        if to < from {
+            pingpong = head.demoted_at_ms != 0 && (now_ms - head.demoted_at_ms) as u64 <= window;
+        } else {
+            head.demoted_at_ms = now_ms;
+        }
+        if pingpong {
+            self.counters.pingpong_pages += n as u64;
+        }
+        n as u64
+    }
+
+    /// Check every invariant; used by tests and, in debug builds, at the end of a run.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut per_tier = vec![0u64; self.tiers.len()];
+        for (pid, s) in self.spaces.iter().enumerate() {
+            let mut rss = 0;
+            for v in &s.vmas {
+                if v.pages.len() as u64 != v.vma.nr_pages {
+                    return Err(format!("pid {pid}: vma page array length mismatch"));
+                }
+                let mut i = 0;
+                while i < v.pages.len() {
+                    let p = v.pages[i];
+                    if p.huge() {
+                        let vpn = v.vma.start_vpn + i as u64;
+                        if huge_head(vpn) != vpn || i + 512 > v.pages.len() {
+                            return Err(format!("pid {pid}: misaligned huge page at {vpn:#x}"));
+                        }
+                        if v.pages[i..i + 512]
+                            .iter()
+                            .any(|q| q.tier != p.tier || !q.huge())
+                        {
+                            return Err(format!(
+                                "pid {pid}: huge page {vpn:#x} split across tiers"
+                            ));
+                        }
+                    }
+                    if p.present() {
+                        if p.tier as usize >= self.tiers.len() {
+                            return Err(format!("pid {pid}: page in unknown tier {}", p.tier));
+                        }
+                        per_tier[p.tier as usize] += 1;
+                        rss += 1;
+                    }
+                    i += 1;
+                }
+            }
+            if rss != s.rss_pages {
+                return Err(format!(
+                    "pid {pid}: rss {} but {} pages resident",
+                    s.rss_pages, rss
+                ));
+            }
+        }
+        for (i, (t, &n)) in self.tiers.iter().zip(&per_tier).enumerate() {
+            if t.used != n {
+                return Err(format!(
+                    "tier {i}: used {} but {} pages are in it",
+                    t.used, n
+                ));
+            }
+            if t.used > t.capacity {
+                return Err(format!(
+                    "tier {i}: {} pages used over capacity {}",
+                    t.used, t.capacity
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn for_each_unit(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        mut f: impl FnMut(Vpn, &mut PageState),
+    ) -> u64 {
+        let Some(space) = self.spaces.get_mut(pid.index()) else {
+            return 0;
+        };
+        let end = start_vpn.saturating_add(nr_pages);
+        let first = space.vmas.partition_point(|v| v.vma.end_vpn() <= start_vpn);
+        let mut walked = 0;
+        for v in &mut space.vmas[first..] {
+            if v.vma.start_vpn >= end {
+                break;
+            }
+            let mut vpn = start_vpn.max(v.vma.start_vpn);
+            let stop = end.min(v.vma.end_vpn());
+            while vpn < stop {
+                let i = (vpn - v.vma.start_vpn) as usize;
+                let p = &mut v.pages[i];
+                walked += 1;
+                if p.huge() {
+                    let head = huge_head(vpn);
+                    let hi = (head - v.vma.start_vpn) as usize;
+                    f(head, &mut v.pages[hi]);
+                    vpn = head + SUBPAGES_PER_HUGE;
+                } else {
+                    if p.present() {
+                        f(vpn, p);
+                    }
+                    vpn += 1;
+                }
+            }
+        }
+        walked
+    }
+}
+
+impl Mechanisms for Machine {
+    fn now(&self) -> Nanos {
+        self.now as Nanos
+    }
+
+    fn tiers(&self) -> &[TierInfo] {
+        &self.tier_info
+    }
+
+    fn free_pages(&self, tier: TierId) -> u64 {
+        self.tiers.get(tier.index()).map_or(0, |t| t.free())
+    }
+
+    fn watermarks(&self, tier: TierId) -> Watermarks {
+        self.tiers[tier.index()].wm
+    }
+
+    fn processes(&self) -> Vec<Pid> {
+        (0..self.spaces.len() as u32).map(Pid).collect()
+    }
+
+    fn vmas(&self, pid: Pid) -> Vec<Vma> {
+        self.spaces
+            .get(pid.index())
+            .map(|s| s.vmas.iter().map(|v| v.vma).collect())
+            .unwrap_or_default()
+    }
+
+    fn rss_pages(&self, pid: Pid) -> u64 {
+        self.spaces.get(pid.index()).map_or(0, |s| s.rss_pages)
+    }
+
+    fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo> {
+        let (vi, ui) = self.locate(pid, vpn)?;
+        let p = self.spaces[pid.index()].vmas[vi].pages[ui];
+        Some(PageInfo {
+            tier: TierId(p.tier),
+            huge: p.huge(),
+        })
+    }
+
+    fn walk_pages(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64 {
+        let walked = self.for_each_unit(pid, start_vpn, nr_pages, |vpn, p| {
+            f(
+                vpn,
+                PageInfo {
+                    tier: TierId(p.tier),
+                    huge: p.huge(),
+                },
+            )
+        });
+        self.charge(walked as f64 * self.costs.pte_scan_ns);
+        walked
+    }
+
+    fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool {
+        let Some((vi, ui)) = self.locate(pid, vpn) else {
+            return false;
+        };
+        let now = self.now as Nanos;
+        let p = &mut self.spaces[pid.index()].vmas[vi].pages[ui];
+        p.flags |= F_ARMED;
+        p.armed_at = now;
+        self.counters.armed_ptes += 1;
+        self.charge(self.costs.pte_scan_ns);
+        true
+    }
+
+    fn arm_range(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier_filter: Option<TierId>,
+    ) -> u64 {
+        let now = self.now as Nanos;
+        let mut armed = 0;
+        let walked = self.for_each_unit(pid, start_vpn, nr_pages, |_, p| {
+            if tier_filter.is_none_or(|t| t.0 == p.tier) {
+                p.flags |= F_ARMED;
+                p.armed_at = now;
+                armed += 1;
+            }
+        });
+        self.counters.armed_ptes += armed;
+        self.charge(walked as f64 * self.costs.pte_scan_ns);
+        armed
+    }
+
+    fn test_and_clear_young(&mut self, pid: Pid, vpn: Vpn) -> Option<bool> {
+        let (vi, ui) = self.locate(pid, vpn)?;
+        let p = &mut self.spaces[pid.index()].vmas[vi].pages[ui];
+        let young = p.flags & F_ACCESSED != 0;
+        p.flags &= !F_ACCESSED;
+        self.counters.young_tests += 1;
+        self.charge(self.costs.young_test_ns);
+        Some(young)
+    }
+
+    fn set_sample_period(&mut self, kind: SampleKind, period: u64) {
+        let k = (kind == SampleKind::Store) as usize;
+        self.sample_period[k] = period;
+        self.sample_countdown[k] = period;
+    }
+
+    fn schedule(&mut self, at: Nanos, id: TimerId, runner: Runner) {
+        let at = at.max(self.now as Nanos);
+        self.timer_seq += 1;
+        let task = match runner {
+            Runner::Kthread => None,
+            Runner::Task(p) => Some(p.0),
+        };
+        self.timers.push(Reverse(TimerEntry {
+            at,
+            seq: self.timer_seq,
+            id,
+            task,
+        }));
+    }
+
+    fn charge_cpu(&mut self, ns: u64) {
+        self.charge(ns as f64);
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    fn migrate(
+        &mut self,
+        pid: Pid,
+        vpn: Vpn,
+        to: TierId,
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        let r = self.try_migrate(pid, vpn, to, mode);
+        if r.is_err() {
+            self.counters.failed_migrations += 1;
+        }
+        r
+    }
+
+    fn exchange(
+        &mut self,
+        a: (Pid, Vpn),
+        b: (Pid, Vpn),
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        let r = (|| {
+            let (avi, aui) = self.locate(a.0, a.1).ok_or(MigrateError::NotPresent)?;
+            let (bvi, bui) = self.locate(b.0, b.1).ok_or(MigrateError::NotPresent)?;
+            let pa = self.spaces[a.0.index()].vmas[avi].pages[aui];
+            let pb = self.spaces[b.0.index()].vmas[bvi].pages[bui];
+            if pa.tier == pb.tier {
+                return Err(MigrateError::AlreadyThere);
+            }
+            if pa.huge() != pb.huge() {
+                return Err(MigrateError::NoSpace);
+            }
+            let n = self.retier(a.0, avi, aui, pb.tier);
+            self.retier(b.0, bvi, bui, pa.tier);
+            self.account_move(pa.tier as usize, pb.tier as usize, n);
+            self.account_move(pb.tier as usize, pa.tier as usize, n);
+            self.charge_migration(n * PAGE_SIZE, mode);
+            self.charge_migration(n * PAGE_SIZE, mode);
+            Ok(())
+        })();
+        if r.is_err() {
+            self.counters.failed_migrations += 1;
+        }
+        r
+    }
+
+    fn split_huge(&mut self, pid: Pid, vpn: Vpn, free_zero_subpages: bool) -> Option<u64> {
+        let (vi, _) = self.locate(pid, vpn)?;
+        let v = &mut self.spaces[pid.index()].vmas[vi];
+        if !v.split_unit(vpn) {
+            return None;
+        }
+        let mut freed = 0;
+        if free_zero_subpages {
+            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+            for p in &mut v.pages[head..head + SUBPAGES_PER_HUGE as usize] {
+                if p.flags & F_WRITTEN == 0 {
+                    self.tiers[p.tier as usize].used -= 1;
+                    *p = PageState::EMPTY;
+                    freed += 1;
+                }
+            }
+            self.spaces[pid.index()].rss_pages -= freed;
+        }
+        self.counters.huge_splits += 1;
+        self.charge(self.costs.split_ns);
+        Some(freed)
+    }
+
+    fn collapse_huge(&mut self, pid: Pid, vpn: Vpn, tier: TierId) -> Result<(), MigrateError> {
+        let head = huge_head(vpn);
+        let space = self
+            .spaces
+            .get(pid.index())
+            .ok_or(MigrateError::NotPresent)?;
+        let vi = space.find_const(head).ok_or(MigrateError::NotPresent)?;
+        let v = &space.vmas[vi];
+        if !v.huge_eligible(head) {
+            return Err(MigrateError::NotPresent);
+        }
+        if tier.index() >= self.tiers.len() {
+            return Err(MigrateError::BadTier);
+        }
+        let hi = (head - v.vma.start_vpn) as usize;
+        let range = hi..hi + SUBPAGES_PER_HUGE as usize;
+        if v.pages[range.clone()]
+            .iter()
+            .any(|p| !p.present() || p.huge())
+        {
+            return Err(MigrateError::NotPresent);
+        }
+        let mut incoming = vec![0u64; self.tiers.len()];
+        for p in &v.pages[range.clone()] {
+            if p.tier != tier.0 {
+                incoming[p.tier as usize] += 1;
+            }
+        }
+        let need: u64 = incoming.iter().sum();
+        if need > 0 && !self.has_room(tier.index(), need) {
+            self.counters.failed_migrations += 1;
+            return Err(MigrateError::NoSpace);
+        }
+        let v = &mut self.spaces[pid.index()].vmas[vi];
+        let young = v.pages[range.clone()]
+            .iter()
+            .any(|p| p.flags & F_ACCESSED != 0);
+        for p in &mut v.pages[range.clone()] {
+            p.tier = tier.0;
+            p.flags = (p.flags & F_WRITTEN) | F_HUGE;
+        }
+        if young {
+            v.pages[hi].flags |= F_ACCESSED;
+        }
+        for (from, &n) in incoming.iter().enumerate() {
+            if n > 0 {
+                self.account_move(from, tier.index(), n);
+            }
+        }
+        self.counters.huge_collapses += 1;
+        self.charge_migration(HUGE_PAGE_SIZE, MigrateMode::Async);
+        Ok(())
+    }
+}
+
+impl Machine {
+    fn try_migrate(
+        &mut self,
+        pid: Pid,
+        vpn: Vpn,
+        to: TierId,
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        if to.index() >= self.tiers.len() {
+            return Err(MigrateError::BadTier);
+        }
+        let (vi, ui) = self.locate(pid, vpn).ok_or(MigrateError::NotPresent)?;
+        let p = self.spaces[pid.index()].vmas[vi].pages[ui];
+        if p.tier == to.0 {
+            return Err(MigrateError::AlreadyThere);
+        }
+        let n = if p.huge() { SUBPAGES_PER_HUGE } else { 1 };
+        if !self.has_room(to.index(), n) {
+            return Err(MigrateError::NoSpace);
+        }
+        self.retier(pid, vi, ui, to.0);
+        self.account_move(p.tier as usize, to.index(), n);
+        self.charge_migration(n * PAGE_SIZE, mode);
+        Ok(())
+    }
+}

@@ -1,0 +1,227 @@
+//! Metrics: running counters, a per-interval time series, and the run summary.
+//!
+//! Output shapes:
+//! - `timeseries.csv`: one row per interval, columns as [`IntervalRow`]'s fields.
+//! - `summary.json`: a [`Summary`].
+
+use serde::Serialize;
+
+/// Counters the machine keeps for the whole run. All page counts are in 4 KiB pages.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counters {
+    /// Accesses issued by the workload.
+    pub accesses: u64,
+    /// Accesses served by the LLC.
+    pub llc_hits: u64,
+    /// Accesses that reached memory, per tier.
+    pub mem_accesses_by_tier: Vec<u64>,
+    /// Pages moved to a faster tier.
+    pub promoted_pages: u64,
+    /// Pages moved to a slower tier.
+    pub demoted_pages: u64,
+    /// Bytes copied by migrations (promotions, demotions, exchanges, collapses).
+    pub migrated_bytes: u64,
+    /// Migration requests refused (no space, not present, already there).
+    pub failed_migrations: u64,
+    /// Promoted pages that had been demoted within the ping-pong window.
+    pub pingpong_pages: u64,
+    /// Hinting faults delivered.
+    pub hint_faults: u64,
+    /// Samples delivered.
+    pub samples: u64,
+    /// Accessed-bit test-and-clears.
+    pub young_tests: u64,
+    /// PTEs armed for hinting faults.
+    pub armed_ptes: u64,
+    /// First-touch page allocations (4 KiB units).
+    pub allocated_pages: u64,
+    /// Huge pages split.
+    pub huge_splits: u64,
+    /// Huge pages collapsed.
+    pub huge_collapses: u64,
+    /// Tiering CPU time, ns (kernel/daemon threads and task-context tiering work).
+    pub tiering_cpu_ns: f64,
+    /// Stall time the application paid for tiering (faults, sync migrations, task
+    /// work, shared-CPU tiering threads), ns summed over threads.
+    pub app_tiering_stall_ns: f64,
+}
+
+impl Counters {
+    /// Memory accesses (LLC misses) over all tiers.
+    pub fn mem_accesses(&self) -> u64 {
+        self.mem_accesses_by_tier.iter().sum()
+    }
+
+    /// Share of memory accesses served by the fast tier (1.0 when there were none).
+    pub fn fast_access_ratio(&self) -> f64 {
+        ratio(
+            self.mem_accesses_by_tier.first().copied().unwrap_or(0),
+            self.mem_accesses(),
+        )
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        1.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// One row of the time series: what happened during one interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalRow {
+    /// End of the interval, simulated seconds.
+    pub time_s: f64,
+    /// Accesses in the interval.
+    pub accesses: u64,
+    /// Memory accesses in the interval.
+    pub mem_accesses: u64,
+    /// Fast-tier share of the interval's memory accesses.
+    pub fast_access_ratio: f64,
+    /// Pages promoted in the interval.
+    pub promoted_pages: u64,
+    /// Pages demoted in the interval.
+    pub demoted_pages: u64,
+    /// Bytes migrated in the interval.
+    pub migrated_bytes: u64,
+    /// Hinting faults in the interval.
+    pub hint_faults: u64,
+    /// Samples in the interval.
+    pub samples: u64,
+    /// Fast-tier pages in use at the end of the interval.
+    pub fast_used_pages: u64,
+    /// Tiering CPU time in the interval, ms.
+    pub tiering_cpu_ms: f64,
+}
+
+/// The per-interval recorder.
+#[derive(Debug, Default)]
+pub struct TimeSeries {
+    /// Rows so far.
+    pub rows: Vec<IntervalRow>,
+    last: Counters,
+}
+
+impl TimeSeries {
+    /// Close an interval ending at `time_s` with the current counters.
+    pub fn record(&mut self, time_s: f64, now: &Counters, fast_used_pages: u64) {
+        let d_mem = now.mem_accesses() - self.last.mem_accesses();
+        let d_fast = now.mem_accesses_by_tier[0]
+            - self.last.mem_accesses_by_tier.first().copied().unwrap_or(0);
+        self.rows.push(IntervalRow {
+            time_s,
+            accesses: now.accesses - self.last.accesses,
+            mem_accesses: d_mem,
+            fast_access_ratio: ratio(d_fast, d_mem),
+            promoted_pages: now.promoted_pages - self.last.promoted_pages,
+            demoted_pages: now.demoted_pages - self.last.demoted_pages,
+            migrated_bytes: now.migrated_bytes - self.last.migrated_bytes,
+            hint_faults: now.hint_faults - self.last.hint_faults,
+            samples: now.samples - self.last.samples,
+            fast_used_pages,
+            tiering_cpu_ms: (now.tiering_cpu_ns - self.last.tiering_cpu_ns) / 1e6,
+        });
+        self.last = now.clone();
+    }
+
+    /// The series as CSV text with a header line.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from(
+            "time_s,accesses,mem_accesses,fast_access_ratio,promoted_pages,demoted_pages,migrated_bytes,hint_faults,samples,fast_used_pages,tiering_cpu_ms\n",
+        );
+        for r in &self.rows {
+            s.push_str(&format!(
+                "{:.3},{},{},{:.6},{},{},{},{},{},{},{:.6}\n",
+                r.time_s,
+                r.accesses,
+                r.mem_accesses,
+                r.fast_access_ratio,
+                r.promoted_pages,
+                r.demoted_pages,
+                r.migrated_bytes,
+                r.hint_faults,
+                r.samples,
+                r.fast_used_pages,
+                r.tiering_cpu_ms
+            ));
+        }
+        s
+    }
+}
+
+/// Per-tier facts in the summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierSummary {
+    /// Tier name.
+    pub name: String,
+    /// Capacity, pages.
+    pub capacity_pages: u64,
+    /// Pages in use at the end.
+    pub used_pages: u64,
+    /// Largest number of pages in use at any interval end.
+    pub peak_used_pages: u64,
+    /// Memory accesses served.
+    pub mem_accesses: u64,
+}
+
+/// Everything a run reports (`summary.json`). Deterministic: no wall-clock values.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Policy name.
+    pub policy: String,
+    /// Workload name.
+    pub workload: String,
+    /// Machine preset (or `custom`).
+    pub machine: String,
+    /// Fast-tier sizing as given (`1:8`, `512MiB`).
+    pub fast: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Simulated runtime (the slowest thread's clock), seconds.
+    pub sim_seconds: f64,
+    /// Accesses issued.
+    pub accesses: u64,
+    /// Accesses per simulated second.
+    pub throughput_accesses_per_s: f64,
+    /// Memory accesses (LLC misses).
+    pub mem_accesses: u64,
+    /// Fast-tier share of memory accesses.
+    pub fast_access_ratio: f64,
+    /// Pages promoted.
+    pub promoted_pages: u64,
+    /// Pages demoted.
+    pub demoted_pages: u64,
+    /// Bytes migrated.
+    pub migrated_bytes: u64,
+    /// Migration bytes as a share of all memory traffic (64 B per memory access plus
+    /// the migrated bytes).
+    pub migration_traffic_share: f64,
+    /// Promotions of pages demoted within the ping-pong window.
+    pub pingpong_pages: u64,
+    /// Refused migrations.
+    pub failed_migrations: u64,
+    /// Hinting faults.
+    pub hint_faults: u64,
+    /// Samples.
+    pub samples: u64,
+    /// Tiering CPU, seconds.
+    pub tiering_cpu_seconds: f64,
+    /// Application stall caused by tiering, seconds summed over threads.
+    pub app_tiering_stall_seconds: f64,
+    /// Policy metadata, bytes.
+    pub policy_metadata_bytes: u64,
+    /// Workload footprint, bytes.
+    pub footprint_bytes: u64,
+    /// Peak fast-tier pages in use (at interval ends).
+    pub fast_peak_used_pages: u64,
+    /// Mean fast-tier pages in use over the intervals.
+    pub fast_mean_used_pages: f64,
+    /// Per tier.
+    pub tiers: Vec<TierSummary>,
+    /// All machine counters.
+    pub counters: Counters,
+    /// Policy-specific counters.
+    pub policy_stats: Vec<(String, f64)>,
+}

@@ -1,0 +1,289 @@
+//! Address spaces: processes, their VMAs, and per-page state.
+//!
+//! Each VMA owns a dense array of [`PageState`], one per 4 KiB page (16 bytes each, so
+//! the machine stays well under its 32-bytes-per-page budget). A huge page is 512
+//! consecutive entries with the `HUGE` flag and one tier; its accessed and armed bits
+//! and its arm time live in the head entry, as a PMD entry holds them for the whole
+//! 2 MiB.
+
+use tierkit_core::{huge_head, Nanos, Vma, VmaKind, Vpn, SUBPAGES_PER_HUGE};
+
+/// Tier value of a page that is not resident.
+pub const NOT_PRESENT: u8 = u8::MAX;
+
+/// Page-state flag: accessed ("young") since the last test-and-clear.
+pub const F_ACCESSED: u8 = 1;
+/// Page-state flag: armed for a hinting fault.
+pub const F_ARMED: u8 = 2;
+/// Page-state flag: part of a huge page.
+pub const F_HUGE: u8 = 4;
+/// Page-state flag: written at least once (a never-written page is all zeroes).
+pub const F_WRITTEN: u8 = 8;
+
+/// The state of one base page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct PageState {
+    /// When the page was armed (valid while `F_ARMED`), ns.
+    pub armed_at: Nanos,
+    /// Simulated ms of the page's last demotion (0: never), for ping-pong accounting.
+    pub demoted_at_ms: u32,
+    /// Tier index, or [`NOT_PRESENT`].
+    pub tier: u8,
+    /// `F_*` flags.
+    pub flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<PageState>() == 16);
+
+impl PageState {
+    /// A page never touched.
+    pub const EMPTY: PageState = PageState {
+        armed_at: 0,
+        demoted_at_ms: 0,
+        tier: NOT_PRESENT,
+        flags: 0,
+    };
+
+    /// True if resident.
+    #[inline]
+    pub fn present(&self) -> bool {
+        self.tier != NOT_PRESENT
+    }
+
+    /// True if part of a huge page.
+    #[inline]
+    pub fn huge(&self) -> bool {
+        self.flags & F_HUGE != 0
+    }
+}
+
+/// A VMA with its pages.
+#[derive(Debug, Clone)]
+pub struct VmaState {
+    /// The area.
+    pub vma: Vma,
+    /// One state per base page.
+    pub pages: Vec<PageState>,
+}
+
+impl VmaState {
+    /// Index of the entry that holds the state of `vpn`'s page unit: the huge-page head
+    /// for a huge page, else `vpn` itself.
+    #[inline]
+    pub fn unit_index(&self, vpn: Vpn) -> usize {
+        let i = (vpn - self.vma.start_vpn) as usize;
+        if self.pages[i].huge() {
+            (huge_head(vpn) - self.vma.start_vpn) as usize
+        } else {
+            i
+        }
+    }
+
+    /// Whether the 2 MiB range holding `vpn` lies wholly inside this anonymous VMA, so
+    /// it may be backed by a huge page.
+    pub fn huge_eligible(&self, vpn: Vpn) -> bool {
+        let head = huge_head(vpn);
+        self.vma.kind == VmaKind::Anon
+            && head >= self.vma.start_vpn
+            && head + SUBPAGES_PER_HUGE <= self.vma.end_vpn()
+    }
+}
+
+/// One process: its VMAs in address order.
+#[derive(Debug, Clone, Default)]
+pub struct AddressSpace {
+    /// VMAs sorted by start, non-overlapping.
+    pub vmas: Vec<VmaState>,
+    /// Resident base pages.
+    pub rss_pages: u64,
+    /// Index of the VMA found by the last lookup (a one-entry cache).
+    last: usize,
+}
+
+impl AddressSpace {
+    /// Index of the VMA containing `vpn`.
+    #[inline]
+    pub fn find(&mut self, vpn: Vpn) -> Option<usize> {
+        if let Some(v) = self.vmas.get(self.last) {
+            if v.vma.contains(vpn) {
+                return Some(self.last);
+            }
+        }
+        let i = self.find_const(vpn)?;
+        self.last = i;
+        Some(i)
+    }
+
+    /// Like [`find`](Self::find) without updating the cache.
+    pub fn find_const(&self, vpn: Vpn) -> Option<usize> {
+        let i = self.vmas.partition_point(|v| v.vma.end_vpn() <= vpn);
+        (i < self.vmas.len() && self.vmas[i].vma.contains(vpn)).then_some(i)
+    }
+
+    /// Insert a new VMA; fails if it overlaps an existing one.
+    pub fn insert(&mut self, vma: Vma) -> Result<(), String> {
+        let i = self
+            .vmas
+            .partition_point(|v| v.vma.end_vpn() <= vma.start_vpn);
+        if i < self.vmas.len() && self.vmas[i].vma.start_vpn < vma.end_vpn() {
+            return Err(format!(
+                "mmap of pages [{:#x}, {:#x}) overlaps an existing mapping",
+                vma.start_vpn,
+                vma.end_vpn()
+            ));
+        }
+        self.vmas.insert(
+            i,
+            VmaState {
+                vma,
+                pages: vec![PageState::EMPTY; vma.nr_pages as usize],
+            },
+        );
+        self.last = 0;
+        Ok(())
+    }
+
+    /// The state of the page unit holding `vpn`, if mapped.
+    pub fn unit(&self, vpn: Vpn) -> Option<&PageState> {
+        let v = &self.vmas[self.find_const(vpn)?];
+        Some(&v.pages[v.unit_index(vpn)])
+    }
+}
+
+impl VmaState {
+    /// Turn the huge page holding `vpn` into 512 base pages that keep its tier and
+    /// bits. Returns false if it was not huge.
+    pub fn split_unit(&mut self, vpn: Vpn) -> bool {
+        let i = (vpn - self.vma.start_vpn) as usize;
+        if !self.pages[i].huge() {
+            return false;
+        }
+        let head = (huge_head(vpn) - self.vma.start_vpn) as usize;
+        let h = self.pages[head];
+        for p in &mut self.pages[head..head + SUBPAGES_PER_HUGE as usize] {
+            let written = p.flags & F_WRITTEN;
+            *p = PageState {
+                flags: (h.flags & !(F_HUGE | F_WRITTEN)) | written,
+                ..h
+            };
+        }
+        true
+    }
+}
+
+impl AddressSpace {
+    /// Remove `[start, start+nr)` from every VMA it overlaps, splitting VMAs and huge
+    /// pages at its edges. `free(tier)` is called once per resident base page removed.
+    /// Returns the kinds of the VMAs that were touched (empty: nothing was mapped).
+    pub fn unmap(&mut self, start: Vpn, nr: u64, mut free: impl FnMut(u8)) -> Vec<VmaKind> {
+        let end = start + nr;
+        let mut kinds = Vec::new();
+        let mut out = Vec::with_capacity(self.vmas.len() + 1);
+        for mut v in std::mem::take(&mut self.vmas) {
+            let (vs, ve) = (v.vma.start_vpn, v.vma.end_vpn());
+            if ve <= start || vs >= end {
+                out.push(v);
+                continue;
+            }
+            kinds.push(v.vma.kind);
+            let cut_start = start.max(vs);
+            let cut_end = end.min(ve);
+            // Huge pages straddling the cut are split first, as the kernel splits a PMD.
+            for edge in [cut_start, cut_end - 1] {
+                let i = (edge - vs) as usize;
+                if v.pages[i].huge() {
+                    let head = huge_head(edge);
+                    if head < cut_start || head + SUBPAGES_PER_HUGE > cut_end {
+                        v.split_unit(edge);
+                    }
+                }
+            }
+            for p in &v.pages[(cut_start - vs) as usize..(cut_end - vs) as usize] {
+                if p.present() {
+                    free(p.tier);
+                    self.rss_pages -= 1;
+                }
+            }
+            let right_pages = v.pages.split_off((cut_end - vs) as usize);
+            v.pages.truncate((cut_start - vs) as usize);
+            if !v.pages.is_empty() {
+                v.vma.nr_pages = v.pages.len() as u64;
+                out.push(v.clone());
+            }
+            if !right_pages.is_empty() {
+                out.push(VmaState {
+                    vma: Vma {
+                        start_vpn: cut_end,
+                        nr_pages: right_pages.len() as u64,
+                        kind: v.vma.kind,
+                    },
+                    pages: right_pages,
+                });
+            }
+        }
+        self.vmas = out;
+        self.last = 0;
+        kinds
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vma(start: Vpn, nr: u64) -> Vma {
+        Vma {
+            start_vpn: start,
+            nr_pages: nr,
+            kind: VmaKind::Anon,
+        }
+    }
+
+    #[test]
+    fn unmap_middle_splits_vma_and_frees_resident_pages() {
+        let mut a = AddressSpace::default();
+        a.insert(vma(1000, 100)).unwrap();
+        for p in &mut a.vmas[0].pages[10..30] {
+            p.tier = 0;
+        }
+        a.rss_pages = 20;
+        let mut freed = 0;
+        a.unmap(1015, 10, |_| freed += 1);
+        assert_eq!(freed, 10);
+        assert_eq!(a.rss_pages, 10);
+        assert_eq!(a.vmas.len(), 2);
+        assert_eq!(a.vmas[0].vma, vma(1000, 15));
+        assert_eq!(a.vmas[1].vma, vma(1025, 75));
+        assert!(a.find(1020).is_none());
+        assert!(a.find(1026).is_some());
+    }
+
+    #[test]
+    fn overlapping_mmap_is_rejected() {
+        let mut a = AddressSpace::default();
+        a.insert(vma(0, 10)).unwrap();
+        assert!(a.insert(vma(5, 10)).is_err());
+        assert!(a.insert(vma(10, 10)).is_ok());
+    }
+
+    #[test]
+    fn split_keeps_tier_and_written_bits_per_subpage() {
+        let mut a = AddressSpace::default();
+        a.insert(vma(512, 1024)).unwrap();
+        let v = &mut a.vmas[0];
+        for p in &mut v.pages[0..512] {
+            p.tier = 1;
+            p.flags = F_HUGE;
+        }
+        v.pages[0].flags |= F_ACCESSED;
+        v.pages[7].flags |= F_WRITTEN;
+        assert_eq!(v.unit_index(512 + 7), 0);
+        assert!(v.split_unit(512 + 300));
+        assert!(v.pages.iter().take(512).all(|p| p.tier == 1 && !p.huge()));
+        assert!(v.pages.iter().take(512).all(|p| p.flags & F_ACCESSED != 0));
+        assert_eq!(v.pages[7].flags & F_WRITTEN, F_WRITTEN);
+        assert_eq!(v.pages[8].flags & F_WRITTEN, 0);
+        assert_eq!(v.unit_index(512 + 7), 7);
+    }
+}

@@ -1,0 +1,426 @@
+//! # tierkit-workloads: synthetic access-stream generators
+//!
+//! Each generator implements [`tierkit_core::Workload`]: it declares its processes,
+//! threads and footprint, emits its start-up mappings in the prologue, and then
+//! produces every thread's stream of [`Op`]s in batches of [`BATCH_OPS`].
+//!
+//! | name | what it models |
+//! | --- | --- |
+//! | [`gups`] | HeMem's GUPS: read-modify-write updates, a hot subset that starts on the slow tier |
+//! | [`zipf_kv`] | YCSB-C style lookups (scrambled zipfian keys) in a hash-indexed record store |
+//! | [`pmbench`] | pmbench: Gaussian page popularity around the middle of one big region |
+//!
+//! All generators follow the same rules:
+//!
+//! - **Deterministic.** Thread `(process, thread)` draws from its own
+//!   `Xoshiro256PlusPlus` seeded by [`thread_rng`], so its stream depends only on the
+//!   workload's seed and its own identity — never on the order in which the machine
+//!   fills threads.
+//! - **Shaped like the real program.** Every large array is its own anonymous mapping
+//!   from a bump [`layout::Layout`], as glibc serves big `malloc`s. Each thread first
+//!   initialises its share of the data sequentially (as the real benchmarks do), which
+//!   is what decides first-touch placement, and then runs its measured phase.
+//! - **Scaled by one knob.** Every config has `scale` (default 1.0, ≈ 4 GiB) that
+//!   multiplies the footprint and the number of operations together, so a small
+//!   scale gives a quick run of the same shape.
+//! - **Fast.** Generation is batched and allocation-free per call, well above the
+//!   simulator's consumption rate.
+//!
+//! [`WorkloadConfig`] is the registry: a serde-tagged enum over every generator's
+//! config, as read from a run description (`name = "gups"` plus the fields).
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+use tierkit_core::{Op, Workload};
+
+mod common;
+pub mod gups;
+pub mod layout;
+pub mod pmbench;
+pub mod zipf;
+pub mod zipf_kv;
+
+pub use gups::{Gups, GupsConfig};
+pub use pmbench::{Pmbench, PmbenchConfig, PmbenchPattern};
+pub use zipf_kv::{ZipfKv, ZipfKvConfig};
+
+/// Operations a generator appends per [`Workload::fill`] call (at most): large enough
+/// to amortise the call, small enough to stay in L1/L2 while the machine consumes it.
+pub const BATCH_OPS: usize = 4096;
+
+/// The random stream of thread `(process, thread)` of a workload seeded with `seed`.
+///
+/// The seed is mixed with the process and thread ids through SplitMix64 so that
+/// streams of different threads are independent and each depends only on its own
+/// `(seed, process, thread)`.
+pub fn thread_rng(seed: u64, process: usize, thread: usize) -> Xoshiro256PlusPlus {
+    let mut h = common::mix64(seed);
+    h = common::mix64(h ^ process as u64);
+    h = common::mix64(h ^ thread as u64);
+    // seed_from_u64 expands the 64-bit key into the 256-bit state with SplitMix64.
+    Xoshiro256PlusPlus::seed_from_u64(h)
+}
+
+/// Any built-in workload's configuration; the registry of generators.
+///
+/// Serialised with the workload's name as the `name` tag, e.g.
+/// `{"name": "gups", "footprint_mib": 1024}`; omitted fields take their defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum WorkloadConfig {
+    /// HeMem-style GUPS.
+    Gups(GupsConfig),
+    /// YCSB-style zipfian key-value lookups.
+    ZipfKv(ZipfKvConfig),
+    /// pmbench-like Gaussian page accesses.
+    Pmbench(PmbenchConfig),
+}
+
+/// Registry names, in [`WorkloadConfig`] variant order.
+const NAMES: &[&str] = &["gups", "zipf-kv", "pmbench"];
+
+impl WorkloadConfig {
+    /// The workload's registry name (the serde tag).
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadConfig::Gups(_) => NAMES[0],
+            WorkloadConfig::ZipfKv(_) => NAMES[1],
+            WorkloadConfig::Pmbench(_) => NAMES[2],
+        }
+    }
+
+    /// Every registered workload name.
+    pub fn names() -> &'static [&'static str] {
+        NAMES
+    }
+
+    /// The default configuration of the workload called `name`, if there is one.
+    pub fn default_for(name: &str) -> Option<WorkloadConfig> {
+        match name {
+            "gups" => Some(WorkloadConfig::Gups(GupsConfig::default())),
+            "zipf-kv" => Some(WorkloadConfig::ZipfKv(ZipfKvConfig::default())),
+            "pmbench" => Some(WorkloadConfig::Pmbench(PmbenchConfig::default())),
+            _ => None,
+        }
+    }
+
+    /// `(name, one-line description)` of every registered workload, for `--help`
+    /// style listings.
+    pub fn describe() -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                NAMES[0],
+                "HeMem GUPS: 8-byte read-modify-write updates, 90% to a hot 10% that starts on the slow tier",
+            ),
+            (
+                NAMES[1],
+                "YCSB-C: scrambled-zipfian (theta 0.99) lookups of 1 KiB records through a hash index",
+            ),
+            (
+                NAMES[2],
+                "pmbench: Gaussian page popularity centred on one region, 50% reads",
+            ),
+        ]
+    }
+
+    /// Construct the generator with `seed`.
+    ///
+    /// # Panics
+    /// If the config does not pass [`WorkloadConfig::validate`]; call that first to
+    /// report a bad config to the user.
+    pub fn build(&self, seed: u64) -> Box<dyn Workload> {
+        match self {
+            WorkloadConfig::Gups(c) => Box::new(Gups::new(c, seed)),
+            WorkloadConfig::ZipfKv(c) => Box::new(ZipfKv::new(c, seed)),
+            WorkloadConfig::Pmbench(c) => Box::new(Pmbench::new(c, seed)),
+        }
+    }
+
+    /// Check every field; the error is one line naming the bad field
+    /// (`workload.field`) and its valid range.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            WorkloadConfig::Gups(c) => c.validate(),
+            WorkloadConfig::ZipfKv(c) => c.validate(),
+            WorkloadConfig::Pmbench(c) => c.validate(),
+        }
+    }
+}
+
+/// Drain `w` and count its accesses: run every process's prologue, then fill the
+/// threads round-robin (one batch each per round) until all are finished or at least
+/// `limit` accesses were produced. Returns the number of `Op::Access`es generated,
+/// which may exceed `limit` by less than one batch per thread.
+///
+/// Used to measure generation speed independently of the simulator.
+pub fn count_accesses(w: &mut dyn Workload, limit: u64) -> u64 {
+    let shape = w.shape();
+    let mut buf: Vec<Op> = Vec::with_capacity(BATCH_OPS);
+    let mut live: Vec<(usize, usize)> = Vec::new();
+    for (p, proc_shape) in shape.processes.iter().enumerate() {
+        buf.clear();
+        w.prologue(p, &mut buf);
+        live.extend((0..proc_shape.nr_threads as usize).map(|t| (p, t)));
+    }
+    let mut count = 0u64;
+    while count < limit && !live.is_empty() {
+        live.retain(|&(p, t)| {
+            if count >= limit {
+                return true;
+            }
+            buf.clear();
+            w.fill(p, t, &mut buf);
+            count += buf
+                .iter()
+                .filter(|op| matches!(op, Op::Access { .. }))
+                .count() as u64;
+            !buf.is_empty()
+        });
+    }
+    count
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Checks every generator's tests share.
+
+    use super::*;
+    use layout::Mapping;
+    use tierkit_core::{VmaKind, WorkloadShape};
+
+    /// Everything a workload produced: its shape, prologue mappings, and every
+    /// thread's full op stream.
+    pub struct Drained {
+        pub shape: WorkloadShape,
+        pub mappings: Vec<Mapping>,
+        /// `streams[process][thread]`.
+        pub streams: Vec<Vec<Vec<Op>>>,
+    }
+
+    /// Run `w` to completion, checking the batching contract on the way: batches
+    /// are at most [`BATCH_OPS`] long, and an empty fill stays empty.
+    pub fn drain(w: &mut dyn Workload) -> Drained {
+        let shape = w.shape();
+        let mut mappings = Vec::new();
+        let mut streams = Vec::new();
+        for (p, ps) in shape.processes.iter().enumerate() {
+            let mut pro = Vec::new();
+            w.prologue(p, &mut pro);
+            for op in pro {
+                match op {
+                    Op::Mmap { addr, len, kind } => mappings.push(Mapping { addr, len, kind }),
+                    other => panic!("prologue may only map, got {other:?}"),
+                }
+            }
+            let mut threads = Vec::new();
+            for t in 0..ps.nr_threads as usize {
+                let mut all = Vec::new();
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    w.fill(p, t, &mut buf);
+                    assert!(buf.len() <= BATCH_OPS);
+                    if buf.is_empty() {
+                        break;
+                    }
+                    all.extend_from_slice(&buf);
+                }
+                buf.clear();
+                w.fill(p, t, &mut buf);
+                assert!(buf.is_empty(), "a finished thread must stay finished");
+                threads.push(all);
+            }
+            streams.push(threads);
+        }
+        Drained {
+            shape,
+            mappings,
+            streams,
+        }
+    }
+
+    /// Shared structural checks: footprint equals the mapped bytes, mappings are
+    /// anonymous, page aligned and disjoint, every access lies inside a mapping, and
+    /// `expected_accesses` is exact.
+    pub fn check_structure(w: &dyn Workload, d: &Drained) {
+        let mapped: u64 = d.mappings.iter().map(|m| m.len).sum();
+        assert_eq!(d.shape.footprint_bytes, mapped, "footprint != mapped bytes");
+        let mut sorted = d.mappings.clone();
+        sorted.sort_by_key(|m| m.addr);
+        for pair in sorted.windows(2) {
+            assert!(pair[0].end() < pair[1].addr, "mappings overlap or touch");
+        }
+        for m in &d.mappings {
+            assert_eq!(m.kind, VmaKind::Anon);
+            assert_eq!(m.addr % tierkit_core::PAGE_SIZE, 0);
+            assert_eq!(m.len % tierkit_core::PAGE_SIZE, 0);
+        }
+        let mut n = 0u64;
+        for op in d.streams.iter().flatten().flatten() {
+            match *op {
+                Op::Access { addr, .. } => {
+                    n += 1;
+                    assert!(
+                        d.mappings.iter().any(|m| m.contains(addr)),
+                        "access {addr:#x} outside every mapping"
+                    );
+                }
+                other => panic!("unexpected op in a thread stream: {other:?}"),
+            }
+        }
+        assert_eq!(w.expected_accesses(), Some(n));
+    }
+
+    /// The accesses of a stream as `(addr, write, gap_ns)`.
+    pub fn accesses(ops: &[Op]) -> impl Iterator<Item = (u64, bool, u32)> + '_ {
+        ops.iter().filter_map(|op| match *op {
+            Op::Access {
+                addr,
+                write,
+                gap_ns,
+            } => Some((addr, write, gap_ns)),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(name: &str) -> WorkloadConfig {
+        let mut c = WorkloadConfig::default_for(name).unwrap();
+        match &mut c {
+            WorkloadConfig::Gups(g) => g.scale = 1.0 / 256.0,
+            WorkloadConfig::ZipfKv(z) => z.scale = 1.0 / 256.0,
+            WorkloadConfig::Pmbench(p) => p.scale = 1.0 / 256.0,
+        }
+        c
+    }
+
+    #[test]
+    fn registry_names_defaults_and_descriptions_agree() {
+        assert_eq!(WorkloadConfig::names(), &["gups", "zipf-kv", "pmbench"]);
+        let described: Vec<_> = WorkloadConfig::describe().iter().map(|d| d.0).collect();
+        assert_eq!(described, WorkloadConfig::names());
+        for &name in WorkloadConfig::names() {
+            let c = WorkloadConfig::default_for(name).unwrap();
+            assert_eq!(c.name(), name);
+            c.validate().unwrap();
+        }
+        assert!(WorkloadConfig::default_for("nope").is_none());
+    }
+
+    #[test]
+    fn defaults_are_about_4gib_and_at_most_200m_accesses() {
+        for &name in WorkloadConfig::names() {
+            let w = WorkloadConfig::default_for(name).unwrap().build(0);
+            let fp = w.shape().footprint_bytes;
+            let (gib, mib) = (tierkit_core::GIB, tierkit_core::MIB);
+            assert!(
+                (4 * gib..=4 * gib + 256 * mib).contains(&fp),
+                "{name}: footprint {fp}"
+            );
+            let n = w.expected_accesses().unwrap();
+            assert!(
+                (50_000_000..=200_000_000).contains(&n),
+                "{name}: {n} accesses"
+            );
+        }
+    }
+
+    #[test]
+    fn serde_round_trip_uses_name_tag_and_defaults() {
+        let c: WorkloadConfig =
+            serde_json::from_str(r#"{"name": "zipf-kv", "theta": 0.9}"#).unwrap();
+        match &c {
+            WorkloadConfig::ZipfKv(z) => {
+                assert_eq!(z.theta, 0.9);
+                assert_eq!(z.record_bytes, ZipfKvConfig::default().record_bytes);
+            }
+            other => panic!("wrong variant {other:?}"),
+        }
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(json.contains(r#""name":"zipf-kv""#), "{json}");
+        let back: WorkloadConfig = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.name(), "zipf-kv");
+        // Unknown fields are rejected (a typo must not silently take the default).
+        assert!(
+            serde_json::from_str::<WorkloadConfig>(r#"{"name": "gups", "footprint": 1}"#).is_err()
+        );
+        assert!(serde_json::from_str::<WorkloadConfig>(r#"{"name": "nope"}"#).is_err());
+    }
+
+    #[test]
+    fn thread_rngs_differ_by_seed_process_and_thread() {
+        use rand::RngCore;
+        let first = |s, p, t| thread_rng(s, p, t).next_u64();
+        assert_eq!(first(1, 0, 0), first(1, 0, 0));
+        assert_ne!(first(1, 0, 0), first(2, 0, 0));
+        assert_ne!(first(1, 0, 0), first(1, 1, 0));
+        assert_ne!(first(1, 0, 0), first(1, 0, 1));
+        assert_ne!(first(1, 1, 0), first(1, 0, 1));
+    }
+
+    #[test]
+    fn count_accesses_drains_everything_or_stops_at_the_limit() {
+        for &name in WorkloadConfig::names() {
+            let c = small(name);
+            let mut w = c.build(3);
+            let expected = w.expected_accesses().unwrap();
+            assert_eq!(count_accesses(w.as_mut(), u64::MAX), expected, "{name}");
+            let mut w = c.build(3);
+            let n = count_accesses(w.as_mut(), 10_000);
+            assert!(
+                (10_000..10_000 + BATCH_OPS as u64).contains(&n),
+                "{name}: {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn build_is_deterministic_for_every_workload() {
+        for &name in WorkloadConfig::names() {
+            let c = small(name);
+            let mut a = c.build(9);
+            let mut b = c.build(9);
+            let mut c2 = c.build(10);
+            let (mut x, mut y, mut z) = (Vec::new(), Vec::new(), Vec::new());
+            // Skip past the deterministic init phase to the random part.
+            let mut differs = false;
+            for _ in 0..200 {
+                x.clear();
+                y.clear();
+                z.clear();
+                a.fill(0, 0, &mut x);
+                b.fill(0, 0, &mut y);
+                c2.fill(0, 0, &mut z);
+                assert_eq!(x, y, "{name}");
+                differs |= x != z;
+            }
+            assert!(differs, "{name}: seed has no effect");
+        }
+    }
+
+    /// Throwaway generation-speed measurement, out of normal runs:
+    /// `cargo test --release -p tierkit-workloads -- --ignored --nocapture generation_speed`
+    #[test]
+    #[ignore]
+    fn generation_speed() {
+        for &name in WorkloadConfig::names() {
+            let c = WorkloadConfig::default_for(name).unwrap();
+            let start = std::time::Instant::now();
+            let mut w = c.build(1);
+            let built = start.elapsed();
+            let start = std::time::Instant::now();
+            let n = count_accesses(w.as_mut(), 60_000_000);
+            let secs = start.elapsed().as_secs_f64();
+            println!(
+                "{name:8} build {:6.1} ms, {n} accesses in {secs:.2} s = {:.1} M accesses/s",
+                built.as_secs_f64() * 1e3,
+                n as f64 / secs / 1e6
+            );
+        }
+    }
+}

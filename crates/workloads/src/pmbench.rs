@@ -1,0 +1,481 @@
+//! `pmbench`: a pmbench-like page-popularity benchmark.
+//!
+//! pmbench (Yang & Seymour) maps one region, touches it, and then times accesses whose
+//! page is drawn from a chosen distribution. tierkit reproduces its access pattern,
+//! not its timing loop:
+//!
+//! - **`normal_ih`** (default): the page index is drawn from a Gaussian centred on the
+//!   middle of the region with standard deviation `stddev_fraction × pages`. The
+//!   default 0.125 puts ~68% of accesses on the central quarter of the region and
+//!   ~95% on its central half, a smooth hot-to-cold gradient with no sharp boundary —
+//!   the case where the *ranking* quality of a policy matters. Draws that fall outside
+//!   the region are folded back in by reflection at its edges (rare at the default:
+//!   the edges are 4 standard deviations away), so the density stays continuous.
+//! - **`uniform`**: every page equally likely (no locality; a baseline).
+//!
+//! Within the chosen page, the byte offset advances by `stride_bytes` per access of
+//! the thread, wrapping at the page end, so successive accesses walk through a page's
+//! lines as pmbench's stride option does instead of always hitting line 0.
+//!
+//! Stream of each thread:
+//! 1. **init**: one write per 4 KiB page of the thread's contiguous share of the
+//!    region, in address order, no gap (pmbench touches its map before measuring);
+//! 2. **accesses**: its share of `nr_accesses`, each a read with probability
+//!    `read_ratio` (else a write), after `delay_ns` of compute. pmbench's `-d`
+//!    delay counts busy-loop iterations; here it is given directly in simulated ns.
+//!
+//! All threads share the one region and sample all of it.
+
+use rand::distributions::{Bernoulli, Distribution};
+use rand_distr::StandardNormal;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+
+use crate::common::{self, below};
+use crate::layout::{Layout, Mapping};
+use crate::{thread_rng, BATCH_OPS};
+
+const NAME: &str = "pmbench";
+
+/// How pmbench picks the page of each access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PmbenchPattern {
+    /// Every page equally likely.
+    Uniform,
+    /// Gaussian around the middle of the region, reflected at the edges.
+    NormalIh,
+}
+
+/// Configuration of [`Pmbench`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PmbenchConfig {
+    /// Size of the region in MiB before `scale`. Default 4096 (4 GiB).
+    pub footprint_mib: u64,
+    /// Number of measured accesses before `scale`, split evenly over the threads.
+    /// Default 120 M (plus the 1 M init writes).
+    pub nr_accesses: u64,
+    /// Page distribution. Default `normal_ih`.
+    pub pattern: PmbenchPattern,
+    /// Standard deviation of the `normal_ih` pattern as a fraction of the region's
+    /// pages, in (0, 1]. Default 0.125 (see the module docs). Ignored by `uniform`.
+    pub stddev_fraction: f64,
+    /// Advance of the in-page offset per access, in bytes, in [1, 4096]. Default 64
+    /// (the next cache line each time).
+    pub stride_bytes: u64,
+    /// Fraction of accesses that are reads, in [0, 1]. Default 0.5 (pmbench -r 50).
+    pub read_ratio: f64,
+    /// Compute time before each measured access, in ns. Default 0.
+    pub delay_ns: u32,
+    /// Multiplies `footprint_mib` and `nr_accesses` together. Default 1.0.
+    pub scale: f64,
+    /// Number of threads. Default 1.
+    pub nr_threads: u32,
+    /// Memory-level parallelism. Default 1.0: pmbench times every access
+    /// individually (a serialising timestamp read around each), so its misses never
+    /// overlap.
+    pub mlp: f64,
+}
+
+impl Default for PmbenchConfig {
+    fn default() -> Self {
+        PmbenchConfig {
+            footprint_mib: 4096,
+            nr_accesses: 120_000_000,
+            pattern: PmbenchPattern::NormalIh,
+            stddev_fraction: 0.125,
+            stride_bytes: 64,
+            read_ratio: 0.5,
+            delay_ns: 0,
+            scale: 1.0,
+            nr_threads: 1,
+            mlp: 1.0,
+        }
+    }
+}
+
+impl PmbenchConfig {
+    /// Check every field; the error names the field and its valid range.
+    pub fn validate(&self) -> Result<(), String> {
+        common::check_positive(NAME, "footprint_mib", self.footprint_mib)?;
+        common::check_unit_nonzero(NAME, "stddev_fraction", self.stddev_fraction)?;
+        if !(1..=PAGE_SIZE).contains(&self.stride_bytes) {
+            return Err(format!(
+                "{NAME}.stride_bytes must be in [1, {PAGE_SIZE}], got {}",
+                self.stride_bytes
+            ));
+        }
+        common::check_unit(NAME, "read_ratio", self.read_ratio)?;
+        common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
+        common::check_footprint(
+            NAME,
+            "footprint_mib",
+            self.footprint_mib as f64 * self.scale * (1u64 << 20) as f64,
+        )
+    }
+}
+
+/// Fold an integer page index into `[0, n)` by reflecting at both edges:
+/// `-1 → 0`, `n → n - 1`, `n + 1 → n - 2`, … (period `2n`).
+#[inline]
+pub fn reflect(idx: i64, n: u64) -> u64 {
+    let n = n as i64;
+    let m = idx.rem_euclid(2 * n);
+    (if m >= n { 2 * n - 1 - m } else { m }) as u64
+}
+
+/// Per-thread progress.
+#[derive(Debug, Clone)]
+struct ThreadState {
+    rng: Xoshiro256PlusPlus,
+    /// Next page to initialise, and the end of the thread's share.
+    init_next: u64,
+    init_end: u64,
+    /// Measured accesses still to generate.
+    accesses_left: u64,
+    /// In-page offset of the next access.
+    offset: u64,
+}
+
+/// The pmbench generator (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Pmbench {
+    region: Mapping,
+    pages: u64,
+    pattern: PmbenchPattern,
+    centre_page: f64,
+    stddev_pages: f64,
+    stride_bytes: u64,
+    read: Bernoulli,
+    delay_ns: u32,
+    nr_threads: u32,
+    mlp: f64,
+    expected_accesses: u64,
+    threads: Vec<ThreadState>,
+}
+
+impl Pmbench {
+    /// Build the generator for `cfg` with `seed`.
+    ///
+    /// # Panics
+    /// If `cfg` does not pass [`PmbenchConfig::validate`].
+    pub fn new(cfg: &PmbenchConfig, seed: u64) -> Self {
+        if let Err(e) = cfg.validate() {
+            panic!("invalid pmbench config: {e}");
+        }
+        let bytes = common::scaled_bytes_from_mib(cfg.footprint_mib, cfg.scale);
+        let region = Layout::new().map(bytes, VmaKind::Anon);
+        let pages = region.len / PAGE_SIZE;
+        let nr_accesses = common::scaled(cfg.nr_accesses, cfg.scale);
+        let threads = (0..cfg.nr_threads as usize)
+            .map(|t| {
+                let (init_next, init_end) = common::share(pages, cfg.nr_threads, t);
+                let (lo, hi) = common::share(nr_accesses, cfg.nr_threads, t);
+                ThreadState {
+                    rng: thread_rng(seed, 0, t),
+                    init_next,
+                    init_end,
+                    accesses_left: hi - lo,
+                    offset: 0,
+                }
+            })
+            .collect();
+        Pmbench {
+            region,
+            pages,
+            pattern: cfg.pattern,
+            centre_page: pages as f64 / 2.0,
+            stddev_pages: cfg.stddev_fraction * pages as f64,
+            stride_bytes: cfg.stride_bytes,
+            read: Bernoulli::new(cfg.read_ratio).expect("validated probability"),
+            delay_ns: cfg.delay_ns,
+            nr_threads: cfg.nr_threads,
+            mlp: cfg.mlp,
+            expected_accesses: pages + nr_accesses,
+            threads,
+        }
+    }
+
+    /// The region's mapping.
+    pub fn region(&self) -> Mapping {
+        self.region
+    }
+
+    /// Centre and standard deviation of the `normal_ih` pattern, in pages.
+    pub fn normal_params_pages(&self) -> (f64, f64) {
+        (self.centre_page, self.stddev_pages)
+    }
+}
+
+impl Workload for Pmbench {
+    fn shape(&self) -> WorkloadShape {
+        WorkloadShape {
+            processes: vec![ProcessShape {
+                name: NAME.to_string(),
+                nr_threads: self.nr_threads,
+                mlp: self.mlp,
+            }],
+            footprint_bytes: self.region.len,
+        }
+    }
+
+    fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
+        if process == 0 {
+            out.push(self.region.mmap_op());
+        }
+    }
+
+    fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
+        if process != 0 || thread >= self.threads.len() {
+            return;
+        }
+        out.reserve(BATCH_OPS);
+        let base = self.region.addr;
+        let t = &mut self.threads[thread];
+
+        // Init: sequential first touch, one write per page.
+        let n_init = (t.init_end - t.init_next).min(BATCH_OPS as u64);
+        for page in t.init_next..t.init_next + n_init {
+            out.push(Op::Access {
+                addr: base + page * PAGE_SIZE,
+                write: true,
+                gap_ns: 0,
+            });
+        }
+        t.init_next += n_init;
+
+        // Measured accesses in the rest of the batch.
+        let n = t.accesses_left.min((BATCH_OPS - out.len()) as u64);
+        for _ in 0..n {
+            let page = match self.pattern {
+                PmbenchPattern::Uniform => below(&mut t.rng, self.pages),
+                PmbenchPattern::NormalIh => {
+                    let z: f64 = StandardNormal.sample(&mut t.rng);
+                    // `as i64` saturates, and reflect handles any i64.
+                    let x = (self.centre_page + self.stddev_pages * z).floor() as i64;
+                    reflect(x, self.pages)
+                }
+            };
+            out.push(Op::Access {
+                addr: base + page * PAGE_SIZE + t.offset,
+                write: !self.read.sample(&mut t.rng),
+                gap_ns: self.delay_ns,
+            });
+            t.offset += self.stride_bytes;
+            if t.offset >= PAGE_SIZE {
+                t.offset -= PAGE_SIZE;
+            }
+        }
+        t.accesses_left -= n;
+    }
+
+    fn expected_accesses(&self) -> Option<u64> {
+        Some(self.expected_accesses)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{accesses, check_structure, drain};
+    use proptest::prelude::*;
+    use tierkit_core::MIB;
+
+    fn small(footprint_mib: u64, nr_accesses: u64, nr_threads: u32) -> PmbenchConfig {
+        PmbenchConfig {
+            footprint_mib,
+            nr_accesses,
+            nr_threads,
+            ..PmbenchConfig::default()
+        }
+    }
+
+    /// The measured (post-init) accesses of thread 0 of a single-threaded run.
+    fn measured(w: &mut Pmbench) -> Vec<(u64, bool, u32)> {
+        let pages = w.pages as usize;
+        let d = drain(w);
+        accesses(&d.streams[0][0]).skip(pages).collect()
+    }
+
+    #[test]
+    fn same_seed_same_stream_different_seed_different_stream() {
+        let cfg = small(16, 50_000, 2);
+        let a = drain(&mut Pmbench::new(&cfg, 7));
+        let b = drain(&mut Pmbench::new(&cfg, 7));
+        let c = drain(&mut Pmbench::new(&cfg, 8));
+        assert_eq!(a.streams, b.streams);
+        assert_ne!(a.streams, c.streams);
+        assert_ne!(a.streams[0][0], a.streams[0][1]);
+    }
+
+    #[test]
+    fn footprint_mappings_and_access_count() {
+        for pattern in [PmbenchPattern::Uniform, PmbenchPattern::NormalIh] {
+            let mut cfg = small(24, 30_000, 3);
+            cfg.pattern = pattern;
+            let mut w = Pmbench::new(&cfg, 1);
+            let d = drain(&mut w);
+            assert_eq!(d.shape.footprint_bytes, 24 * MIB);
+            assert_eq!(d.mappings, vec![w.region()]);
+            check_structure(&w, &d);
+        }
+    }
+
+    #[test]
+    fn init_touches_every_page_once_in_order() {
+        let mut w = Pmbench::new(&small(8, 0, 3), 2);
+        let d = drain(&mut w);
+        let all: Vec<u64> = d.streams[0]
+            .iter()
+            .flat_map(|s| {
+                accesses(s).map(|(a, wr, g)| {
+                    assert!(wr && g == 0);
+                    a
+                })
+            })
+            .collect();
+        let expect: Vec<u64> = (0..8 * MIB / PAGE_SIZE)
+            .map(|p| w.region().addr + p * PAGE_SIZE)
+            .collect();
+        assert_eq!(all, expect);
+    }
+
+    #[test]
+    fn normal_pattern_puts_68_percent_within_one_stddev() {
+        let mut w = Pmbench::new(&small(64, 1_000_000, 1), 3);
+        let (centre, sd) = w.normal_params_pages();
+        assert_eq!(centre, 8192.0);
+        assert_eq!(sd, 2048.0);
+        let base = w.region().addr;
+        let acc = measured(&mut w);
+        assert_eq!(acc.len(), 1_000_000);
+        let within = acc
+            .iter()
+            .filter(|&&(a, _, _)| {
+                let page = ((a - base) / PAGE_SIZE) as f64 + 0.5;
+                (page - centre).abs() <= sd
+            })
+            .count() as f64
+            / acc.len() as f64;
+        assert!((within - 0.6827).abs() < 0.01, "within 1 sd: {within}");
+    }
+
+    #[test]
+    fn uniform_pattern_is_flat() {
+        let mut cfg = small(64, 1_000_000, 1);
+        cfg.pattern = PmbenchPattern::Uniform;
+        let mut w = Pmbench::new(&cfg, 4);
+        let base = w.region().addr;
+        let acc = measured(&mut w);
+        // The central quarter gets a quarter of the accesses (vs 68%+ for normal_ih).
+        let central = acc
+            .iter()
+            .filter(|&&(a, _, _)| {
+                let page = (a - base) / PAGE_SIZE;
+                (6144..10240).contains(&page)
+            })
+            .count() as f64
+            / acc.len() as f64;
+        assert!((central - 0.25).abs() < 0.01, "central quarter: {central}");
+    }
+
+    #[test]
+    fn read_ratio_delay_and_stride() {
+        let mut cfg = small(16, 500_000, 1);
+        cfg.read_ratio = 0.8;
+        cfg.delay_ns = 30;
+        cfg.stride_bytes = 192;
+        let mut w = Pmbench::new(&cfg, 5);
+        let acc = measured(&mut w);
+        let reads = acc.iter().filter(|a| !a.1).count() as f64 / acc.len() as f64;
+        assert!((reads - 0.8).abs() < 0.01, "read share {reads}");
+        for (i, &(addr, _, gap)) in acc.iter().enumerate() {
+            assert_eq!(gap, 30);
+            assert_eq!(addr % PAGE_SIZE, (i as u64 * 192) % PAGE_SIZE);
+        }
+    }
+
+    #[test]
+    fn default_read_ratio_is_half() {
+        let mut w = Pmbench::new(&small(16, 500_000, 1), 6);
+        let acc = measured(&mut w);
+        let reads = acc.iter().filter(|a| !a.1).count() as f64 / acc.len() as f64;
+        assert!((reads - 0.5).abs() < 0.01, "read share {reads}");
+    }
+
+    #[test]
+    fn reflect_folds_at_both_edges() {
+        assert_eq!(reflect(0, 10), 0);
+        assert_eq!(reflect(9, 10), 9);
+        assert_eq!(reflect(10, 10), 9);
+        assert_eq!(reflect(11, 10), 8);
+        assert_eq!(reflect(-1, 10), 0);
+        assert_eq!(reflect(-3, 10), 2);
+        assert_eq!(reflect(20, 10), 0);
+        assert!(reflect(i64::MIN, 10) < 10 && reflect(i64::MAX, 10) < 10);
+    }
+
+    #[test]
+    fn validate_names_the_bad_field() {
+        let bad = |f: &dyn Fn(&mut PmbenchConfig), field: &str| {
+            let mut c = PmbenchConfig::default();
+            f(&mut c);
+            let e = c.validate().unwrap_err();
+            assert!(e.contains(field), "{e:?} should name {field}");
+        };
+        bad(&|c| c.footprint_mib = 0, "footprint_mib");
+        bad(&|c| c.stddev_fraction = 0.0, "stddev_fraction");
+        bad(&|c| c.stddev_fraction = -0.1, "stddev_fraction");
+        bad(&|c| c.stddev_fraction = 1.5, "stddev_fraction");
+        bad(&|c| c.stride_bytes = 0, "stride_bytes");
+        bad(&|c| c.stride_bytes = 4097, "stride_bytes");
+        bad(&|c| c.read_ratio = 1.01, "read_ratio");
+        bad(&|c| c.read_ratio = -1.0, "read_ratio");
+        bad(&|c| c.scale = 0.0, "scale");
+        bad(&|c| c.nr_threads = 0, "nr_threads");
+        bad(&|c| c.mlp = f64::INFINITY, "mlp");
+        PmbenchConfig::default().validate().unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn any_valid_config_stays_inside_its_mapping(
+            footprint_mib in 1u64..12,
+            nr_accesses in 0u64..5000,
+            nr_threads in 1u32..5,
+            uniform in any::<bool>(),
+            stddev_fraction in 0.001f64..=1.0,
+            stride_bytes in 1u64..=4096,
+            read_ratio in 0.0f64..=1.0,
+            scale in 0.05f64..2.0,
+        ) {
+            let cfg = PmbenchConfig {
+                footprint_mib,
+                nr_accesses,
+                nr_threads,
+                pattern: if uniform { PmbenchPattern::Uniform } else { PmbenchPattern::NormalIh },
+                stddev_fraction,
+                stride_bytes,
+                read_ratio,
+                scale,
+                ..PmbenchConfig::default()
+            };
+            prop_assert!(cfg.validate().is_ok());
+            let mut w = Pmbench::new(&cfg, 5);
+            let d = drain(&mut w);
+            check_structure(&w, &d);
+        }
+
+        #[test]
+        fn reflect_lands_in_range_and_is_identity_inside(idx in any::<i64>(), n in 1u64..1_000_000) {
+            let r = reflect(idx, n);
+            prop_assert!(r < n);
+            if idx >= 0 && (idx as u64) < n {
+                prop_assert_eq!(r, idx as u64);
+            }
+        }
+    }
+}
