@@ -29,10 +29,13 @@ pub struct RunLabels {
     pub seed: u64,
 }
 
+/// How many operations ahead the engine prefetches simulator state (host-side only).
+const PREFETCH_DISTANCE: usize = 12;
+
 struct ThreadRun {
     process: usize,
     local: usize,
-    mlp: f64,
+    inv_mlp: f64,
     buf: Vec<Op>,
     pos: usize,
     done: bool,
@@ -91,7 +94,7 @@ impl Simulation {
                 threads.push(ThreadRun {
                     process: pi,
                     local,
-                    mlp: p.mlp.max(1e-3),
+                    inv_mlp: 1.0 / p.mlp.max(1e-3),
                     buf: Vec::new(),
                     pos: 0,
                     done: false,
@@ -278,8 +281,11 @@ impl Simulation {
                 }
             }
             let op = th.buf[th.pos];
+            if let Some(Op::Access { addr, .. }) = th.buf.get(th.pos + PREFETCH_DISTANCE) {
+                self.machine.prefetch(t, *addr);
+            }
             th.pos += 1;
-            let mlp = th.mlp;
+            let inv_mlp = th.inv_mlp;
             let pid = th.process as u32;
             match op {
                 Op::Access {
@@ -288,7 +294,7 @@ impl Simulation {
                     gap_ns,
                 } => {
                     self.machine
-                        .access(t, addr, write, gap_ns, mlp, self.policy.as_mut())?;
+                        .access(t, addr, write, gap_ns, inv_mlp, self.policy.as_mut())?;
                 }
                 Op::Mmap { addr, len, kind } => {
                     let now = self.machine.clocks[t];

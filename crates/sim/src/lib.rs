@@ -18,6 +18,7 @@ pub mod error;
 pub mod llc;
 pub mod machine;
 pub mod metrics;
+mod prefetch;
 pub mod space;
 
 pub use config::{MachineConfig, SimConfig};

@@ -47,14 +47,26 @@ impl Llc {
         }
     }
 
+    #[inline]
+    fn set_of(&self, pid: u32, addr: u64) -> (u64, usize) {
+        let line = ((pid as u64) << 42) | (addr >> 6);
+        // A multiplicative hash spreads pages of all processes over the sets.
+        let set = ((line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.set_mask) as usize;
+        (line, set * self.ways)
+    }
+
+    /// Hint the host CPU to fetch the set `addr` maps to (see `Machine::prefetch`).
+    #[inline]
+    pub fn prefetch(&self, pid: u32, addr: u64) {
+        let (_, base) = self.set_of(pid, addr);
+        crate::prefetch::prefetch(&self.tags[base]);
+    }
+
     /// Look up the line of `addr` in process `pid`, filling it on a miss. `tier` is
     /// where the line's page lives (remembered for write-back).
     #[inline]
     pub fn access(&mut self, pid: u32, addr: u64, write: bool, tier: u8) -> LlcResult {
-        let line = ((pid as u64) << 42) | (addr >> 6);
-        // A multiplicative hash spreads pages of all processes over the sets.
-        let set = ((line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.set_mask) as usize;
-        let base = set * self.ways;
+        let (line, base) = self.set_of(pid, addr);
         let set_tags = &mut self.tags[base..base + self.ways];
         let want = line << META_BITS;
         for i in 0..set_tags.len() {

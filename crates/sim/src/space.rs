@@ -115,6 +115,12 @@ impl AddressSpace {
         Some(i)
     }
 
+    /// The VMA of the last successful lookup, if any.
+    #[inline]
+    pub fn cached_vma(&self) -> Option<&VmaState> {
+        self.vmas.get(self.last)
+    }
+
     /// Like [`find`](Self::find) without updating the cache.
     pub fn find_const(&self, vpn: Vpn) -> Option<usize> {
         let i = self.vmas.partition_point(|v| v.vma.end_vpn() <= vpn);
