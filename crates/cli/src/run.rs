@@ -13,7 +13,12 @@ use tierkit_sim::{RunLabels, RunOutput, Simulation};
 pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
     let workload = cfg.workload.build(cfg.seed);
     let expected = workload.expected_accesses();
-    let policy = cfg.policy.build();
+    let wcfg = cfg.workload.clone();
+    let seed = cfg.seed;
+    let ctx = tierkit_core::BuildContext {
+        fresh_workload: Some(Box::new(move || wcfg.build(seed))),
+    };
+    let policy = cfg.policy.build(&ctx);
     let labels = RunLabels {
         policy: cfg.policy.name().into(),
         workload: cfg.workload.name().into(),

@@ -143,6 +143,12 @@ pub trait Mechanisms {
     fn vmas(&self, pid: Pid) -> Vec<Vma>;
     /// Resident set size of `pid` in base pages.
     fn rss_pages(&self, pid: Pid) -> u64;
+    /// Accesses the workload has issued so far, where the backend can know it (the
+    /// simulator does; a live process does not). Only clairvoyant reference policies
+    /// (`oracle`) may use it.
+    fn access_count(&self) -> Option<u64> {
+        None
+    }
 
     // ----- page state (pagemap / move_pages query) ------------------------------------
 

@@ -129,3 +129,12 @@ pub trait Policy: Send {
         Vec::new()
     }
 }
+
+/// What a policy may need at construction beyond its config.
+#[derive(Default)]
+pub struct BuildContext {
+    /// Builds a fresh copy of the run's workload (same config, same seed). Only
+    /// clairvoyant reference policies (`oracle`) use it, to read the future; `None`
+    /// where the workload cannot be replayed (a live process).
+    pub fresh_workload: Option<Box<dyn Fn() -> Box<dyn crate::workload::Workload>>>,
+}

@@ -13,7 +13,7 @@
 //! under `docs/policies/`.
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::Policy;
+use tierkit_core::{BuildContext, Policy};
 
 pub mod all_fast;
 pub mod autonuma;
@@ -78,8 +78,8 @@ impl PolicyConfig {
         }
     }
 
-    /// Build the policy.
-    pub fn build(&self) -> Box<dyn Policy> {
+    /// Build the policy. `ctx` carries what a few policies need beyond their config.
+    pub fn build(&self, _ctx: &BuildContext) -> Box<dyn Policy> {
         match self {
             PolicyConfig::AllFast(_) => Box::new(AllFast),
             PolicyConfig::FirstTouch(_) => Box::new(FirstTouch),
@@ -98,7 +98,7 @@ mod tests {
             let c = PolicyConfig::default_for(name).unwrap();
             assert_eq!(c.name(), name);
             c.validate().unwrap();
-            assert_eq!(c.build().name(), name);
+            assert_eq!(c.build(&BuildContext::default()).name(), name);
         }
         assert!(PolicyConfig::default_for("nope").is_none());
     }

@@ -122,7 +122,16 @@ impl Simulation {
 
     /// Run to the end of the workload (or `max_accesses`), calling `progress` with the
     /// access count now and then.
-    pub fn run(mut self, progress: &mut dyn FnMut(u64)) -> Result<RunOutput, SimError> {
+    pub fn run(self, progress: &mut dyn FnMut(u64)) -> Result<RunOutput, SimError> {
+        self.run_keeping_machine(progress).map(|(out, _)| out)
+    }
+
+    /// Like [`run`](Self::run), also handing back the machine so tests can inspect
+    /// page placement after the run.
+    pub fn run_keeping_machine(
+        mut self,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(RunOutput, Machine), SimError> {
         self.machine.enter(0.0, Payer::Kthread);
         self.policy.init(&mut self.machine);
         self.run_prologues()?;
@@ -174,7 +183,8 @@ impl Simulation {
         if let Err(e) = self.machine.check_invariants() {
             panic!("machine invariant broken at end of run: {e}");
         }
-        Ok(self.finish(end))
+        let out = self.finish(end);
+        Ok((out, self.machine))
     }
 
     fn run_prologues(&mut self) -> Result<(), SimError> {
@@ -320,7 +330,7 @@ impl Simulation {
         }
     }
 
-    fn finish(self, end_ns: f64) -> RunOutput {
+    fn finish(&mut self, end_ns: f64) -> RunOutput {
         let c: &Counters = &self.machine.counters;
         let sim_seconds = end_ns / 1e9;
         let mem = c.mem_accesses();
@@ -394,7 +404,7 @@ impl Simulation {
         };
         RunOutput {
             summary,
-            series: self.series,
+            series: std::mem::take(&mut self.series),
         }
     }
 }

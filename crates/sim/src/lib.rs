@@ -20,6 +20,7 @@ pub mod machine;
 pub mod metrics;
 mod prefetch;
 pub mod space;
+pub mod testing;
 
 pub use config::{MachineConfig, SimConfig};
 pub use engine::{RunLabels, RunOutput, Simulation};

@@ -727,6 +727,10 @@ impl Mechanisms for Machine {
         self.spaces.get(pid.index()).map_or(0, |s| s.rss_pages)
     }
 
+    fn access_count(&self) -> Option<u64> {
+        Some(self.counters.accesses)
+    }
+
     fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo> {
         let (vi, ui) = self.locate(pid, vpn)?;
         let p = self.spaces[pid.index()].vmas[vi].pages[ui];
