@@ -19,10 +19,12 @@ pub mod all_fast;
 pub mod autonuma;
 pub mod first_touch;
 pub mod numa_scan;
+// registry: modules (one `pub mod name;` line per policy or shared mechanism, sorted)
 
 pub use all_fast::{AllFast, AllFastConfig};
 pub use autonuma::{Autonuma, AutonumaConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
+// registry: re-exports
 
 /// The policy registry: a policy's name and its configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +36,7 @@ pub enum PolicyConfig {
     FirstTouch(FirstTouchConfig),
     /// Linux NUMA balancing (mode 1) on a CPU-less slow node.
     Autonuma(AutonumaConfig),
+    // registry: variants (one line each, a doc comment above it)
 }
 
 impl PolicyConfig {
@@ -43,6 +46,7 @@ impl PolicyConfig {
             ("all-fast", "unbounded fast tier: every page in DRAM; the reference for slowdown"),
             ("first-touch", "static placement: fast tier until full, then slow; never migrates"),
             ("autonuma", "Linux NUMA balancing (numa_balancing=1) on a CPU-less slow node: promote on any hinting fault"),
+            // registry: describe
         ]
     }
 
@@ -57,6 +61,7 @@ impl PolicyConfig {
             "all-fast" => PolicyConfig::AllFast(Default::default()),
             "first-touch" => PolicyConfig::FirstTouch(Default::default()),
             "autonuma" => PolicyConfig::Autonuma(Default::default()),
+            // registry: default_for
             _ => return None,
         })
     }
@@ -67,6 +72,7 @@ impl PolicyConfig {
             PolicyConfig::AllFast(_) => "all-fast",
             PolicyConfig::FirstTouch(_) => "first-touch",
             PolicyConfig::Autonuma(_) => "autonuma",
+            // registry: name
         }
     }
 
@@ -75,6 +81,7 @@ impl PolicyConfig {
         match self {
             PolicyConfig::AllFast(_) | PolicyConfig::FirstTouch(_) => Ok(()),
             PolicyConfig::Autonuma(c) => c.validate(),
+            // registry: validate
         }
     }
 
@@ -84,6 +91,7 @@ impl PolicyConfig {
             PolicyConfig::AllFast(_) => Box::new(AllFast),
             PolicyConfig::FirstTouch(_) => Box::new(FirstTouch),
             PolicyConfig::Autonuma(c) => Box::new(Autonuma::new(c.clone())),
+            // registry: build
         }
     }
 }
