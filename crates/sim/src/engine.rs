@@ -291,6 +291,18 @@ impl Simulation {
                 }
             }
             let op = th.buf[th.pos];
+            if let Op::Access { gap_ns, .. } = op {
+                // Compute that crosses the horizon ends the slice first, so timers due
+                // before this access fire before it, not after.
+                let clock = &mut self.machine.clocks[t];
+                if gap_ns > 0 && *clock + gap_ns as f64 >= horizon {
+                    *clock += gap_ns as f64;
+                    if let Op::Access { gap_ns, .. } = &mut th.buf[th.pos] {
+                        *gap_ns = 0;
+                    }
+                    return Ok(());
+                }
+            }
             if let Some(Op::Access { addr, .. }) = th.buf.get(th.pos + PREFETCH_DISTANCE) {
                 self.machine.prefetch(t, *addr);
             }

@@ -40,6 +40,12 @@ pub enum SimError {
         /// What was wrong.
         why: String,
     },
+    /// A policy drove the machine into a state it cannot continue from.
+    #[error("policy error: {why}")]
+    Policy {
+        /// What happened.
+        why: String,
+    },
     /// Every tier is full.
     #[error("out of memory: process {pid} needs a page but every tier is full (capacities {capacities}); the workload's declared footprint is too small")]
     OutOfMemory {

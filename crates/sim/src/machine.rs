@@ -308,7 +308,15 @@ impl Machine {
     /// Allocate the page unit holding `vpn` on first touch: the fastest tier with free
     /// pages above its min watermark (Linux's zonelist fallback). Returns (tier, huge).
     fn allocate(&mut self, pid: u32, vi: usize, vpn: Vpn) -> Result<(u8, bool), SimError> {
-        let huge = self.thp && self.spaces[pid as usize].vmas[vi].huge_eligible(vpn);
+        let v = &self.spaces[pid as usize].vmas[vi];
+        // A 2 MiB range gets a huge page only if none of it is resident yet (after a
+        // split, the remaining base pages keep the range on PTEs, as in Linux).
+        let huge = self.thp && v.huge_eligible(vpn) && {
+            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+            v.pages[head..head + SUBPAGES_PER_HUGE as usize]
+                .iter()
+                .all(|p| !p.present())
+        };
         let n = if huge { SUBPAGES_PER_HUGE } else { 1 };
         let Some(tier) = (0..self.tiers.len()).find(|&t| self.has_room(t, n)) else {
             return Err(SimError::OutOfMemory {
@@ -401,10 +409,7 @@ impl Machine {
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];
         let vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
-        let v = &space.vmas[vi];
-        if !v.pages[(vpn - v.vma.start_vpn) as usize].present() {
-            self.first_touch(tid, pid, vi, vpn, policy)?;
-        }
+        self.ensure_present(tid, pid, vi, vpn, policy)?;
         let mut v = &mut self.spaces[pid as usize].vmas[vi];
         let mut ui = v.unit_index(vpn);
         if v.pages[ui].flags & F_ARMED != 0 {
@@ -421,10 +426,12 @@ impl Machine {
             self.enter(self.clocks[tid], Payer::Thread(tid));
             self.charge(self.costs.hint_fault_ns);
             policy.on_event(&Event::HintFault(fault), self);
-            // The handler may have migrated or split the page.
+            // The handler may have migrated or split the page, or freed the subpage
+            // (a split that drops zero subpages): then this access faults it back in.
             let space = &mut self.spaces[pid as usize];
             let vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
-            v = &mut space.vmas[vi];
+            self.ensure_present(tid, pid, vi, vpn, policy)?;
+            v = &mut self.spaces[pid as usize].vmas[vi];
             ui = v.unit_index(vpn);
         }
         v.pages[ui].flags |= F_ACCESSED;
@@ -497,6 +504,32 @@ impl Machine {
         policy.on_event(&Event::Sample(s), self);
     }
 
+    /// Fault the page of `vpn` in if it is not resident. A policy reacting to the
+    /// allocation may split the new huge page and free this still-zero subpage; the
+    /// access then faults again, as it would in Linux — a few times at most.
+    #[inline]
+    fn ensure_present(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        policy: &mut dyn Policy,
+    ) -> Result<(), SimError> {
+        for _ in 0..8 {
+            let v = &self.spaces[pid as usize].vmas[vi];
+            if v.pages[(vpn - v.vma.start_vpn) as usize].present() {
+                return Ok(());
+            }
+            self.first_touch(tid, pid, vi, vpn, policy)?;
+        }
+        Err(SimError::Policy {
+            why: format!(
+                "process {pid} page {vpn:#x} was freed by the policy on each of 8 faults in a row"
+            ),
+        })
+    }
+
     #[cold]
     fn first_touch(
         &mut self,
@@ -526,14 +559,12 @@ impl Machine {
     }
 
     /// Set up a migration's page-table effects and counters; `n` pages from `from` to
-    /// `to`. Shared by migrate, exchange and collapse.
+    /// `to`. Shared by migrate, exchange and collapse. An exchange passes through a
+    /// transient over-capacity state between its two halves, so capacity is checked by
+    /// the callers once the whole move is done.
     fn account_move(&mut self, from: usize, to: usize, n: u64) {
         self.tiers[from].used -= n;
         self.tiers[to].used += n;
-        debug_assert!(
-            self.tiers[to].used <= self.tiers[to].capacity,
-            "tier {to} over capacity"
-        );
         let bytes = n * PAGE_SIZE;
         self.counters.migrated_bytes += bytes;
         if to < from {
@@ -595,6 +626,14 @@ impl Machine {
         n as u64
     }
 
+    #[inline]
+    fn debug_check_capacity(&self) {
+        debug_assert!(
+            self.tiers.iter().all(|t| t.used <= t.capacity),
+            "a tier is over capacity after a migration"
+        );
+    }
+
     /// Check every invariant; used by tests and, in debug builds, at the end of a run.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut per_tier = vec![0u64; self.tiers.len()];
@@ -609,15 +648,14 @@ impl Machine {
                     let p = v.pages[i];
                     if p.huge() {
                         let vpn = v.vma.start_vpn + i as u64;
-                        if huge_head(vpn) != vpn || i + 512 > v.pages.len() {
-                            return Err(format!("pid {pid}: misaligned huge page at {vpn:#x}"));
+                        let head = huge_head(vpn);
+                        if head < v.vma.start_vpn || head + SUBPAGES_PER_HUGE > v.vma.end_vpn() {
+                            return Err(format!("pid {pid}: huge page {head:#x} crosses its vma"));
                         }
-                        if v.pages[i..i + 512]
-                            .iter()
-                            .any(|q| q.tier != p.tier || !q.huge())
-                        {
+                        let h = v.pages[(head - v.vma.start_vpn) as usize];
+                        if !h.huge() || h.tier != p.tier {
                             return Err(format!(
-                                "pid {pid}: huge page {vpn:#x} split across tiers"
+                                "pid {pid}: huge page {head:#x} split across tiers"
                             ));
                         }
                     }
@@ -868,6 +906,7 @@ impl Mechanisms for Machine {
             self.retier(b.0, bvi, bui, pa.tier);
             self.account_move(pa.tier as usize, pb.tier as usize, n);
             self.account_move(pb.tier as usize, pa.tier as usize, n);
+            self.debug_check_capacity();
             self.charge_migration(n * PAGE_SIZE, mode);
             self.charge_migration(n * PAGE_SIZE, mode);
             Ok(())
@@ -950,6 +989,7 @@ impl Mechanisms for Machine {
                 self.account_move(from, tier.index(), n);
             }
         }
+        self.debug_check_capacity();
         self.counters.huge_collapses += 1;
         self.charge_migration(HUGE_PAGE_SIZE, MigrateMode::Async);
         Ok(())
@@ -978,6 +1018,7 @@ impl Machine {
         }
         self.retier(pid, vi, ui, to.0);
         self.account_move(p.tier as usize, to.index(), n);
+        self.debug_check_capacity();
         self.charge_migration(n * PAGE_SIZE, mode);
         Ok(())
     }

@@ -31,12 +31,17 @@ impl Script {
     }
 
     /// Add a process with anonymous mappings `(addr, len)` and its operations.
-    pub fn process(mut self, mappings: &[(u64, u64)], ops: Vec<Op>) -> Script {
+    pub fn process(self, mappings: &[(u64, u64)], ops: Vec<Op>) -> Script {
+        self.process_with_mlp(mappings, ops, 1.0)
+    }
+
+    /// Like [`process`](Self::process) with a memory-level parallelism other than 1.
+    pub fn process_with_mlp(mut self, mappings: &[(u64, u64)], ops: Vec<Op>, mlp: f64) -> Script {
         self.procs.push(ScriptProcess {
             mappings: mappings.to_vec(),
             ops,
             done: false,
-            mlp: 1.0,
+            mlp,
         });
         self
     }

@@ -1,0 +1,454 @@
+//! Mechanism semantics and timing sanity of the simulated machine, checked with small
+//! recording policies on scripted workloads.
+
+use std::sync::{Arc, Mutex};
+use tierkit_core::*;
+use tierkit_sim::testing::{read, run, small_machine, write, Script};
+use tierkit_sim::{MachineConfig, SimConfig};
+
+const BASE: u64 = 1 << 30;
+
+/// What a recording policy saw.
+#[derive(Default, Debug)]
+struct Log {
+    faults: Vec<HintFault>,
+    fault_times: Vec<Nanos>,
+    samples: Vec<Sample>,
+    low_watermarks: Vec<(TierId, Nanos)>,
+    young: Vec<Option<bool>>,
+    allocs: u64,
+}
+
+/// A policy driven by a closure on each event, logging everything.
+struct Recorder {
+    log: Arc<Mutex<Log>>,
+    init: Box<dyn FnMut(&mut dyn Mechanisms) + Send>,
+    on_timer: Box<dyn FnMut(TimerId, &mut dyn Mechanisms, &mut Log) + Send>,
+    wants_alloc: bool,
+}
+
+impl Recorder {
+    fn new(log: Arc<Mutex<Log>>) -> Recorder {
+        Recorder {
+            log,
+            init: Box::new(|_| {}),
+            on_timer: Box::new(|_, _, _| {}),
+            wants_alloc: false,
+        }
+    }
+}
+
+impl Policy for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            page_alloc_events: self.wants_alloc,
+            ..Default::default()
+        }
+    }
+    fn init(&mut self, mech: &mut dyn Mechanisms) {
+        (self.init)(mech);
+    }
+    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
+        let mut log = self.log.lock().unwrap();
+        match event {
+            Event::HintFault(f) => {
+                log.faults.push(*f);
+                log.fault_times.push(mech.now());
+            }
+            Event::Sample(s) => log.samples.push(*s),
+            Event::LowWatermark { tier } => log.low_watermarks.push((*tier, mech.now())),
+            Event::PageAlloc { .. } => log.allocs += 1,
+            Event::Timer { id } => (self.on_timer)(*id, mech, &mut log),
+            _ => {}
+        }
+    }
+}
+
+fn page(i: u64) -> u64 {
+    BASE + i * PAGE_SIZE
+}
+
+#[test]
+fn armed_page_faults_once_on_first_access_with_its_time() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log.clone());
+    // Arm page 3 at t = 1 ms.
+    p.init = Box::new(|m| m.schedule(NS_PER_MS, 1, Runner::Kthread));
+    p.on_timer = Box::new(|_, m, _| assert!(m.arm_hint_fault(Pid(0), page(3) >> PAGE_SHIFT)));
+    // Accesses at ~0 (before arming), then ~2 ms, ~3 ms and ~4 ms.
+    let mut ops = vec![write(page(3), 0), read(page(3), 2 * NS_PER_MS as u32)];
+    ops.push(read(page(3), NS_PER_MS as u32));
+    ops.push(read(page(3), NS_PER_MS as u32));
+    let w = Script::new(16 * MIB).process(&[(BASE, 16 * MIB)], ops);
+    let (out, _) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    let log = log.lock().unwrap();
+    assert_eq!(log.faults.len(), 1, "exactly one fault");
+    assert_eq!(out.summary.hint_faults, 1);
+    let f = log.faults[0];
+    assert_eq!(f.vpn, page(3) >> PAGE_SHIFT);
+    assert_eq!(f.armed_at, NS_PER_MS);
+    // The first access after arming: the 2 ms gap after the first write (80 ns).
+    let t = log.fault_times[0];
+    assert!(
+        (2 * NS_PER_MS..2 * NS_PER_MS + 1_000).contains(&t),
+        "fault at {t}"
+    );
+}
+
+#[test]
+fn arm_range_skips_filtered_tiers_and_unmapped_pages() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log.clone());
+    p.init = Box::new(|m| m.schedule(NS_PER_MS, 1, Runner::Kthread));
+    p.on_timer = Box::new(|_, m, _| {
+        // Pages 0..10 are resident in the fast tier; arm only slow-tier pages: none.
+        assert_eq!(
+            m.arm_range(Pid(0), page(0) >> PAGE_SHIFT, 64, Some(TierId(1))),
+            0
+        );
+        assert_eq!(m.arm_range(Pid(0), page(0) >> PAGE_SHIFT, 64, None), 10);
+    });
+    let mut ops: Vec<Op> = (0..10).map(|i| write(page(i), 0)).collect();
+    ops.push(read(page(0), 2 * NS_PER_MS as u32));
+    ops.extend((1..10).map(|i| read(page(i), 0)));
+    let w = Script::new(16 * MIB).process(&[(BASE, 16 * MIB)], ops);
+    let (out, _) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    assert_eq!(out.summary.hint_faults, 10);
+}
+
+#[test]
+fn sampling_period_n_gives_one_sample_per_n_events() {
+    for period in [1u64, 7, 100] {
+        let log = Arc::new(Mutex::new(Log::default()));
+        let mut p = Recorder::new(log.clone());
+        p.init = Box::new(move |m| {
+            m.set_sample_period(SampleKind::LlcLoadMiss, period);
+            m.set_sample_period(SampleKind::Store, period * 2);
+        });
+        // 1000 distinct lines read (all LLC misses with the LLC off) and 1000 stores.
+        let mut ops: Vec<Op> = (0..1000).map(|i| read(BASE + i * 64, 0)).collect();
+        ops.extend((0..1000).map(|i| write(BASE + i * 64, 0)));
+        let w = Script::new(16 * MIB).process(&[(BASE, 16 * MIB)], ops);
+        run(
+            &small_machine(8, 64),
+            &SimConfig::default(),
+            Box::new(p),
+            Box::new(w),
+        );
+        let log = log.lock().unwrap();
+        let loads = log
+            .samples
+            .iter()
+            .filter(|s| s.kind == SampleKind::LlcLoadMiss)
+            .count() as u64;
+        let stores = log
+            .samples
+            .iter()
+            .filter(|s| s.kind == SampleKind::Store)
+            .count() as u64;
+        assert_eq!(loads, 1000 / period, "period {period}");
+        assert_eq!(stores, 1000 / (period * 2), "period {period}");
+    }
+}
+
+#[test]
+fn llc_hits_are_not_load_miss_samples() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log.clone());
+    p.init = Box::new(|m| m.set_sample_period(SampleKind::LlcLoadMiss, 1));
+    // The same line read 100 times: one miss, 99 hits.
+    let ops: Vec<Op> = (0..100).map(|_| read(BASE, 0)).collect();
+    let w = Script::new(16 * MIB).process(&[(BASE, 16 * MIB)], ops);
+    let m = MachineConfig {
+        llc_enabled: true,
+        ..small_machine(8, 64)
+    };
+    let (out, _) = run(&m, &SimConfig::default(), Box::new(p), Box::new(w));
+    assert_eq!(log.lock().unwrap().samples.len(), 1);
+    assert_eq!(out.summary.mem_accesses, 1);
+    assert_eq!(out.summary.counters.llc_hits, 99);
+}
+
+#[test]
+fn accessed_bit_is_set_by_any_access_and_cleared_by_test_and_clear() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log.clone());
+    p.init = Box::new(|m| {
+        for k in 1..=3 {
+            m.schedule(k * NS_PER_MS, k as u32, Runner::Kthread);
+        }
+    });
+    p.on_timer = Box::new(|_, m, log| {
+        log.young
+            .push(m.test_and_clear_young(Pid(0), page(0) >> PAGE_SHIFT));
+        log.young
+            .push(m.test_and_clear_young(Pid(0), page(0) >> PAGE_SHIFT));
+    });
+    // Write at t≈0; nothing in (1 ms, 2 ms); a read at ≈2.5 ms.
+    let ops = vec![
+        write(page(0), 0),
+        read(page(0), 2_500_000),
+        read(page(1), 1_000_000),
+    ];
+    let w = Script::new(16 * MIB).process(&[(BASE, 16 * MIB)], ops);
+    run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    let young = &log.lock().unwrap().young;
+    assert_eq!(
+        young,
+        &[
+            Some(true),
+            Some(false),
+            Some(false),
+            Some(false),
+            Some(true),
+            Some(false)
+        ]
+    );
+}
+
+#[test]
+fn allocation_falls_back_below_min_and_low_watermark_event_fires() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log.clone());
+    p.wants_alloc = true;
+    let slot = Arc::new(Mutex::new(None));
+    let slot2 = slot.clone();
+    p.init = Box::new(move |m| {
+        *slot2.lock().unwrap() = Some((m.watermarks(TierId(0)), m.tiers()[0].capacity_pages))
+    });
+    // 8 MiB fast = 2048 pages; touch 4096 pages.
+    let ops: Vec<Op> = (0..4096).map(|i| write(page(i), 10)).collect();
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let (out, m) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    let (wm, cap) = slot.lock().unwrap().unwrap();
+    assert!(
+        wm.min < wm.low && wm.low < wm.high && wm.high < cap,
+        "{wm:?}"
+    );
+    // The fast tier filled exactly to its min watermark, the rest fell back.
+    assert_eq!(m.tiers[0].used, cap - wm.min);
+    assert_eq!(m.tiers[1].used, 4096 - (cap - wm.min));
+    assert_eq!(out.summary.counters.allocated_pages, 4096);
+    let log = log.lock().unwrap();
+    assert_eq!(log.allocs, 4096);
+    assert!(!log.low_watermarks.is_empty());
+    assert!(log.low_watermarks.iter().all(|(t, _)| *t == TierId(0)));
+    // At most one event per millisecond.
+    let mut times: Vec<u64> = log
+        .low_watermarks
+        .iter()
+        .map(|(_, t)| t / NS_PER_MS)
+        .collect();
+    let n = times.len();
+    times.dedup();
+    assert_eq!(times.len(), n);
+}
+
+/// A policy with an unbounded fast tier, to compare with an all-slow placement.
+struct AllFastProbe;
+impl Policy for AllFastProbe {
+    fn name(&self) -> &'static str {
+        "all-fast-probe"
+    }
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            unbounded_fast_tier: true,
+            ..Default::default()
+        }
+    }
+    fn on_event(&mut self, _: &Event, _: &mut dyn Mechanisms) {}
+}
+
+/// A policy that moves every page to the slow tier right after it is allocated.
+struct AllSlowProbe;
+impl Policy for AllSlowProbe {
+    fn name(&self) -> &'static str {
+        "all-slow-probe"
+    }
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            page_alloc_events: true,
+            ..Default::default()
+        }
+    }
+    fn on_event(&mut self, e: &Event, m: &mut dyn Mechanisms) {
+        if let Event::PageAlloc { pid, vpn, .. } = e {
+            m.migrate(*pid, *vpn, TierId(1), MigrateMode::Async)
+                .unwrap();
+        }
+    }
+}
+
+fn latency_bound_stream(n: u64, pages: u64) -> Vec<Op> {
+    let mut ops: Vec<Op> = (0..pages).map(|i| write(page(i), 0)).collect();
+    // A dependent pointer-chase-like walk: MLP 1, no compute, every access a miss.
+    ops.extend((0..n).map(|i| read(page((i * 7919) % pages) + (i % 64) * 64, 0)));
+    ops
+}
+
+#[test]
+fn all_slow_is_slower_than_all_fast_by_the_latency_ratio() {
+    let ops = latency_bound_stream(200_000, 1024);
+    let fast_w = Script::new(8 * MIB).process(&[(BASE, 8 * MIB)], ops.clone());
+    let slow_w = Script::new(8 * MIB).process(&[(BASE, 8 * MIB)], ops);
+    let m = small_machine(64, 64);
+    let (fast, _) = run(
+        &m,
+        &SimConfig::default(),
+        Box::new(AllFastProbe),
+        Box::new(fast_w),
+    );
+    let (slow, _) = run(
+        &m,
+        &SimConfig::default(),
+        Box::new(AllSlowProbe),
+        Box::new(slow_w),
+    );
+    assert_eq!(fast.summary.fast_access_ratio, 1.0);
+    assert!(slow.summary.fast_access_ratio < 0.01);
+    let ratio = slow.summary.sim_seconds / fast.summary.sim_seconds;
+    let expected = 170.0 / 80.0;
+    assert!(
+        (ratio / expected - 1.0).abs() < 0.03,
+        "ratio {ratio} vs {expected}"
+    );
+}
+
+#[test]
+fn bandwidth_saturation_slows_a_stream_as_demand_exceeds_bandwidth() {
+    // Slow tier of 1 GB/s: 64 B per 64 ns at most.
+    let mut m = small_machine(64, 64);
+    m.tiers[1].bandwidth_gbps = 1.0;
+    let mut ns_per_access = Vec::new();
+    for mlp in [1.0, 2.0, 8.0, 32.0, 128.0] {
+        // Few pages, so the initial moves to the slow tier book little bandwidth.
+        let ops = latency_bound_stream(200_000, 64);
+        let w = Script::new(8 * MIB).process_with_mlp(&[(BASE, 8 * MIB)], ops, mlp);
+        let (out, _) = run(
+            &m,
+            &SimConfig::default(),
+            Box::new(AllSlowProbe),
+            Box::new(w),
+        );
+        ns_per_access.push(out.summary.sim_seconds * 1e9 / out.summary.accesses as f64);
+    }
+    // Unsaturated (MLP 1, 2): latency / MLP. Demand 64 B / (170/MLP ns) exceeds 1 GB/s
+    // from MLP ≈ 2.7 on: time per access plateaus at 64 ns instead of falling.
+    assert!((ns_per_access[0] - 170.0).abs() < 10.0, "{ns_per_access:?}");
+    assert!((ns_per_access[1] - 85.0).abs() < 10.0, "{ns_per_access:?}");
+    for &t in &ns_per_access[2..] {
+        assert!(
+            (t - 64.0).abs() / 64.0 < 0.1,
+            "saturated time per access {t}: {ns_per_access:?}"
+        );
+    }
+    assert!(ns_per_access[4] > 170.0 / 128.0 * 10.0);
+}
+
+#[test]
+fn migration_charges_bandwidth_and_cost_to_the_right_party() {
+    // Sync migration in a fault stalls the thread; async charges only tiering CPU.
+    struct Mover(MigrateMode);
+    impl Policy for Mover {
+        fn name(&self) -> &'static str {
+            "mover"
+        }
+        fn init(&mut self, m: &mut dyn Mechanisms) {
+            m.schedule(NS_PER_MS, 0, Runner::Kthread);
+        }
+        fn on_event(&mut self, e: &Event, m: &mut dyn Mechanisms) {
+            match e {
+                Event::Timer { .. } => {
+                    m.arm_range(Pid(0), page(0) >> PAGE_SHIFT, 1024, None);
+                }
+                Event::HintFault(f) => {
+                    let _ = m.migrate(f.pid, f.vpn, TierId(1), self.0);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut runs = Vec::new();
+    for mode in [MigrateMode::Sync, MigrateMode::Async] {
+        let mut ops: Vec<Op> = (0..256).map(|i| write(page(i), 0)).collect();
+        ops.push(read(page(0), 2 * NS_PER_MS as u32));
+        ops.extend((1..256).map(|i| read(page(i), 0)));
+        let w = Script::new(8 * MIB).process(&[(BASE, 8 * MIB)], ops);
+        let (out, m) = run(
+            &small_machine(64, 64),
+            &SimConfig::default(),
+            Box::new(Mover(mode)),
+            Box::new(w),
+        );
+        assert_eq!(out.summary.demoted_pages, 256);
+        assert_eq!(m.tiers[1].used, 256);
+        assert_eq!(out.summary.migrated_bytes, 256 * PAGE_SIZE);
+        runs.push(out.summary);
+    }
+    let (sync, asyn) = (&runs[0], &runs[1]);
+    let per_page = 3_000.0 + 4096.0 / 8.0; // fixed + copy at 8 GB/s
+    assert!(sync.app_tiering_stall_seconds * 1e9 >= 256.0 * per_page);
+    assert!(asyn.app_tiering_stall_seconds * 1e9 < 256.0 * 1_100.0); // faults only
+    assert!(sync.sim_seconds > asyn.sim_seconds);
+    assert!((sync.tiering_cpu_seconds - asyn.tiering_cpu_seconds).abs() < 1e-9);
+}
+
+#[test]
+fn promotion_into_a_full_fast_tier_fails() {
+    struct Promoter;
+    impl Policy for Promoter {
+        fn name(&self) -> &'static str {
+            "promoter"
+        }
+        fn requirements(&self) -> Requirements {
+            Requirements {
+                page_alloc_events: true,
+                ..Default::default()
+            }
+        }
+        fn on_event(&mut self, e: &Event, m: &mut dyn Mechanisms) {
+            if let Event::PageAlloc { pid, vpn, tier, .. } = e {
+                let r = m.migrate(*pid, *vpn, TierId(0), MigrateMode::Async);
+                if tier.is_fast() {
+                    assert_eq!(r, Err(MigrateError::AlreadyThere));
+                } else {
+                    assert_eq!(r, Err(MigrateError::NoSpace));
+                }
+            }
+        }
+    }
+    let ops: Vec<Op> = (0..4096).map(|i| write(page(i), 0)).collect();
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let (out, m) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(Promoter),
+        Box::new(w),
+    );
+    assert!(m.tiers[0].used <= m.tiers[0].capacity);
+    assert_eq!(out.summary.promoted_pages, 0);
+    assert!(out.summary.failed_migrations > 0);
+}
