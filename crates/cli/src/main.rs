@@ -30,7 +30,7 @@ enum Command {
         #[arg(long)]
         machine: Option<String>,
         /// Fast-tier size: FAST:SLOW ratio of the footprint (1:8) or a size (512MiB).
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         ratio: Option<String>,
         /// TOML run configuration; flags and --set override it.
         #[arg(long)]
@@ -69,7 +69,17 @@ fn main() {
 }
 
 fn real_main() -> Result<()> {
-    match Cli::parse().command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // clap's message without its usage block, so every error is one line.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            anyhow::bail!("{first} (see `tierkit --help`)");
+        }
+    };
+    match cli.command {
         Command::Sim {
             workload,
             policy,
