@@ -75,7 +75,11 @@ fn real_main() -> Result<()> {
         Err(e) => {
             // clap's message without its usage block, so every error is one line.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
             anyhow::bail!("{first} (see `tierkit --help`)");
         }
     };

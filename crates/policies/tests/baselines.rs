@@ -16,18 +16,33 @@ fn page(i: u64) -> u64 {
 }
 
 fn gups(footprint_mib: u64, nr_updates: u64) -> Box<dyn Workload> {
-    WorkloadConfig::Gups(GupsConfig { footprint_mib, nr_updates, ..Default::default() }).build(3)
+    WorkloadConfig::Gups(GupsConfig {
+        footprint_mib,
+        nr_updates,
+        ..Default::default()
+    })
+    .build(3)
 }
 
 fn fast_scan() -> AutonumaConfig {
     AutonumaConfig {
-        scan: NumaScanConfig { scan_delay_ms: 1, scan_period_min_ms: 10, scan_period_max_ms: 100, ..Default::default() },
+        scan: NumaScanConfig {
+            scan_delay_ms: 1,
+            scan_period_min_ms: 10,
+            scan_period_max_ms: 100,
+            ..Default::default()
+        },
     }
 }
 
 #[test]
 fn first_touch_never_migrates() {
-    let (out, m) = run(&small_machine(16, 256), &SimConfig::default(), Box::new(FirstTouch), gups(128, 2_000_000));
+    let (out, m) = run(
+        &small_machine(16, 256),
+        &SimConfig::default(),
+        Box::new(FirstTouch),
+        gups(128, 2_000_000),
+    );
     assert_eq!(out.summary.promoted_pages, 0);
     assert_eq!(out.summary.demoted_pages, 0);
     assert_eq!(out.summary.migrated_bytes, 0);
@@ -36,7 +51,12 @@ fn first_touch_never_migrates() {
 
 #[test]
 fn all_fast_serves_everything_from_the_fast_tier() {
-    let (out, m) = run(&small_machine(16, 256), &SimConfig::default(), Box::new(AllFast), gups(128, 500_000));
+    let (out, m) = run(
+        &small_machine(16, 256),
+        &SimConfig::default(),
+        Box::new(AllFast),
+        gups(128, 500_000),
+    );
     assert_eq!(out.summary.fast_access_ratio, 1.0);
     assert_eq!(m.tiers[1].used, 0);
 }
@@ -47,12 +67,23 @@ fn autonuma_promotes_a_slow_page_on_its_first_fault_after_arming() {
     // for the scanner (first scan at 1 ms) to arm them, then touch one slow page once.
     let mut ops: Vec<Op> = (0..1024).map(|i| write(page(i), 0)).collect();
     // Free fast pages: unmap the first 512 pages (the fast ones and then some).
-    ops.push(Op::Munmap { addr: page(0), len: 512 * PAGE_SIZE });
+    ops.push(Op::Munmap {
+        addr: page(0),
+        len: 512 * PAGE_SIZE,
+    });
     ops.push(read(page(900), 5_000_000));
     let w = Script::new(4 * MIB).process(&[(BASE, 4 * MIB)], ops);
     let before = |m: &tierkit_sim::machine::Machine| m.tiers[0].used;
-    let (out, m) = run(&small_machine(1, 64), &SimConfig::default(), Box::new(Autonuma::new(fast_scan())), Box::new(w));
-    assert_eq!(out.summary.hint_faults, 1, "one access after arming, one fault");
+    let (out, m) = run(
+        &small_machine(1, 64),
+        &SimConfig::default(),
+        Box::new(Autonuma::new(fast_scan())),
+        Box::new(w),
+    );
+    assert_eq!(
+        out.summary.hint_faults, 1,
+        "one access after arming, one fault"
+    );
     assert_eq!(out.summary.promoted_pages, 1);
     let info = tierkit_core::Mechanisms::page(&m, Pid(0), page(900) >> PAGE_SHIFT).unwrap();
     assert_eq!(info.tier, TierId::FAST);
@@ -61,13 +92,24 @@ fn autonuma_promotes_a_slow_page_on_its_first_fault_after_arming() {
 
 #[test]
 fn autonuma_never_overfills_the_fast_tier_and_fails_promotions_when_full() {
-    let (out, m) = run(&small_machine(16, 256), &SimConfig::default(), Box::new(Autonuma::new(fast_scan())), gups(128, 3_000_000));
+    let (out, m) = run(
+        &small_machine(16, 256),
+        &SimConfig::default(),
+        Box::new(Autonuma::new(fast_scan())),
+        gups(128, 3_000_000),
+    );
     let wm = tierkit_core::Mechanisms::watermarks(&m, TierId::FAST);
     assert!(m.tiers[0].used <= m.tiers[0].capacity - wm.min);
     assert!(out.summary.hint_faults > 0);
     // First-touch filled the fast tier to its min watermark: with no demotion in mode
     // 1, promotions above the high watermark are impossible and must fail.
     assert_eq!(out.summary.promoted_pages, 0);
-    let failed = out.summary.policy_stats.iter().find(|(k, _)| k == "failed_promotion_pages").unwrap().1;
+    let failed = out
+        .summary
+        .policy_stats
+        .iter()
+        .find(|(k, _)| k == "failed_promotion_pages")
+        .unwrap()
+        .1;
     assert!(failed > 0.0);
 }

@@ -315,7 +315,7 @@ impl MachineConfig {
                 });
             }
             let sets = lines / self.llc_ways as u64;
-            if sets == 0 || !sets.is_power_of_two() || lines % self.llc_ways as u64 != 0 {
+            if sets == 0 || !sets.is_power_of_two() || !lines.is_multiple_of(self.llc_ways as u64) {
                 return Err(SimError::Config {
                     what: "machine.llc_size_mib / llc_ways".into(),
                     why: format!(
@@ -499,12 +499,14 @@ mod tests {
 
     #[test]
     fn three_tiers_need_middle_capacity() {
-        let mut m = MachineConfig::default();
-        m.tiers = vec![
-            dram(),
-            tier("cxl", 170.0, 170.0, 64.0),
-            tier("pmem", 300.0, 100.0, 13.0),
-        ];
+        let mut m = MachineConfig {
+            tiers: vec![
+                dram(),
+                tier("cxl", 170.0, 170.0, 64.0),
+                tier("pmem", 300.0, 100.0, 13.0),
+            ],
+            ..Default::default()
+        };
         assert!(m.validate().is_err());
         m.tiers[1].capacity_mib = Some(256);
         let r = m.resolve(1 << 30, false).unwrap();

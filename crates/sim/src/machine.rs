@@ -207,7 +207,7 @@ impl Machine {
             timer_seq: 0,
             now: 0.0,
             payer: Payer::Kthread,
-            rng: Xoshiro256PlusPlus::seed_from_u64(p.seed ^ 0x7469_6572_6b69_74),
+            rng: Xoshiro256PlusPlus::seed_from_u64(p.seed ^ 0x0074_6965_726b_6974),
             pingpong_window_ms: p.pingpong_window_ms,
             page_alloc_events: false,
         }
@@ -273,7 +273,7 @@ impl Machine {
 
     /// Map `[addr, addr+len)` in process `pid`.
     pub fn mmap(&mut self, pid: u32, addr: u64, len: u64, kind: VmaKind) -> Result<Vma, SimError> {
-        if addr % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 || len == 0 {
+        if !addr.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) || len == 0 {
             return Err(SimError::BadMapping {
                 pid,
                 why: format!("mmap({addr:#x}, {len}) is not page aligned or is empty"),
@@ -292,7 +292,7 @@ impl Machine {
 
     /// Unmap a range; returns the kind of the first VMA touched, if any.
     pub fn munmap(&mut self, pid: u32, addr: u64, len: u64) -> Result<Option<VmaKind>, SimError> {
-        if addr % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
+        if !addr.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) {
             return Err(SimError::BadMapping {
                 pid,
                 why: format!("munmap({addr:#x}, {len}) is not page aligned"),

@@ -26,13 +26,13 @@ impl Chaos {
         let (pid, vpn) = pick(m, &self.seen);
         let tiers = m.tiers().len() as u64;
         let to = TierId((m.random() % tiers) as u8);
-        let mode = if m.random() % 2 == 0 {
+        let mode = if m.random().is_multiple_of(2) {
             MigrateMode::Sync
         } else {
             MigrateMode::Async
         };
         match m.random() % 8 {
-            0 | 1 | 2 => {
+            0..=2 => {
                 let _ = m.migrate(pid, vpn, to, mode);
             }
             3 => {
@@ -40,7 +40,7 @@ impl Chaos {
                 let _ = m.exchange((pid, vpn), other, mode);
             }
             4 => {
-                let free_zero = m.random() % 2 == 0;
+                let free_zero = m.random().is_multiple_of(2);
                 let _ = m.split_huge(pid, vpn, free_zero);
             }
             5 => {

@@ -19,11 +19,14 @@ struct Log {
     allocs: u64,
 }
 
+type InitFn = Box<dyn FnMut(&mut dyn Mechanisms) + Send>;
+type TimerFn = Box<dyn FnMut(TimerId, &mut dyn Mechanisms, &mut Log) + Send>;
+
 /// A policy driven by a closure on each event, logging everything.
 struct Recorder {
     log: Arc<Mutex<Log>>,
-    init: Box<dyn FnMut(&mut dyn Mechanisms) + Send>,
-    on_timer: Box<dyn FnMut(TimerId, &mut dyn Mechanisms, &mut Log) + Send>,
+    init: InitFn,
+    on_timer: TimerFn,
     wants_alloc: bool,
 }
 
