@@ -18,7 +18,7 @@ pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
     let ctx = tierkit_core::BuildContext {
         fresh_workload: Some(Box::new(move || wcfg.build(seed))),
     };
-    let policy = cfg.policy.build(&ctx);
+    let policy = cfg.policy.try_build(&ctx).map_err(|e| anyhow::anyhow!(e))?;
     let labels = RunLabels {
         policy: cfg.policy.name().into(),
         workload: cfg.workload.name().into(),

@@ -19,11 +19,16 @@ pub mod all_fast;
 pub mod autonuma;
 pub mod first_touch;
 pub mod numa_scan;
+pub mod oracle;
+pub mod damon;
+pub mod damon_tiering;
 // registry: modules (one `pub mod name;` line per policy or shared mechanism, sorted)
 
 pub use all_fast::{AllFast, AllFastConfig};
 pub use autonuma::{Autonuma, AutonumaConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
+pub use oracle::{Oracle, OracleConfig, OracleStatic, OracleStaticConfig};
+pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 // registry: re-exports
 
 /// The policy registry: a policy's name and its configuration.
@@ -36,6 +41,12 @@ pub enum PolicyConfig {
     FirstTouch(FirstTouchConfig),
     /// Linux NUMA balancing (mode 1) on a CPU-less slow node.
     Autonuma(AutonumaConfig),
+    /// Clairvoyant per-epoch placement: the bound for online policies (simulator only).
+    Oracle(OracleConfig),
+    /// Clairvoyant whole-run placement, never moved (simulator only).
+    OracleStatic(OracleStaticConfig),
+    /// DAMON-based tiering (Linux samples/damon/mtier.c, damo mem_tier.sh).
+    DamonTiering(DamonTieringConfig),
     // registry: variants (one line each, a doc comment above it)
 }
 
@@ -46,6 +57,9 @@ impl PolicyConfig {
             ("all-fast", "unbounded fast tier: every page in DRAM; the reference for slowdown"),
             ("first-touch", "static placement: fast tier until full, then slow; never migrates"),
             ("autonuma", "Linux NUMA balancing (numa_balancing=1) on a CPU-less slow node: promote on any hinting fault"),
+            ("oracle", "clairvoyant: each epoch (1 s) the pages most accessed in it are placed in the fast tier (simulator only)"),
+            ("oracle-static", "clairvoyant: the pages most accessed over the whole run placed at allocation, never moved (simulator only)"),
+            ("damon-tiering", "DAMON-based tiering (mtier.c): paddr DAMON per node, migrate_cold from fast / migrate_hot from slow, quotas auto-tuned to 99.7% fast-node use"),
             // registry: describe
         ]
     }
@@ -61,6 +75,9 @@ impl PolicyConfig {
             "all-fast" => PolicyConfig::AllFast(Default::default()),
             "first-touch" => PolicyConfig::FirstTouch(Default::default()),
             "autonuma" => PolicyConfig::Autonuma(Default::default()),
+            "oracle" => PolicyConfig::Oracle(Default::default()),
+            "oracle-static" => PolicyConfig::OracleStatic(Default::default()),
+            "damon-tiering" => PolicyConfig::DamonTiering(Default::default()),
             // registry: default_for
             _ => return None,
         })
@@ -72,6 +89,9 @@ impl PolicyConfig {
             PolicyConfig::AllFast(_) => "all-fast",
             PolicyConfig::FirstTouch(_) => "first-touch",
             PolicyConfig::Autonuma(_) => "autonuma",
+            PolicyConfig::Oracle(_) => "oracle",
+            PolicyConfig::OracleStatic(_) => "oracle-static",
+            PolicyConfig::DamonTiering(_) => "damon-tiering",
             // registry: name
         }
     }
@@ -81,16 +101,41 @@ impl PolicyConfig {
         match self {
             PolicyConfig::AllFast(_) | PolicyConfig::FirstTouch(_) => Ok(()),
             PolicyConfig::Autonuma(c) => c.validate(),
+            PolicyConfig::Oracle(c) => c.validate(),
+            PolicyConfig::OracleStatic(_) => Ok(()),
+            PolicyConfig::DamonTiering(c) => c.validate(),
             // registry: validate
         }
     }
 
-    /// Build the policy. `ctx` carries what a few policies need beyond their config.
-    pub fn build(&self, _ctx: &BuildContext) -> Box<dyn Policy> {
+    /// Policies that read the future of the workload and so need
+    /// [`BuildContext::fresh_workload`].
+    pub fn needs_future(&self) -> bool {
+        matches!(self, PolicyConfig::Oracle(_) | PolicyConfig::OracleStatic(_))
+    }
+
+    /// Build the policy, failing with a one-line reason if it cannot run here (a
+    /// clairvoyant policy without a replayable workload).
+    pub fn try_build(&self, ctx: &BuildContext) -> Result<Box<dyn Policy>, String> {
+        if self.needs_future() && ctx.fresh_workload.is_none() {
+            return Err(format!(
+                "policy `{}` reads the future of the workload and runs only in the simulator",
+                self.name()
+            ));
+        }
+        Ok(self.build(ctx))
+    }
+
+    /// Build the policy (a clairvoyant policy built without a workload never acts;
+    /// use [`try_build`](Self::try_build) to refuse that). `ctx` carries what a few policies need beyond their config.
+    pub fn build(&self, ctx: &BuildContext) -> Box<dyn Policy> {
         match self {
             PolicyConfig::AllFast(_) => Box::new(AllFast),
             PolicyConfig::FirstTouch(_) => Box::new(FirstTouch),
             PolicyConfig::Autonuma(c) => Box::new(Autonuma::new(c.clone())),
+            PolicyConfig::Oracle(c) => Box::new(Oracle::new(c.clone(), ctx.fresh_workload.as_ref().map(|f| f()))),
+            PolicyConfig::OracleStatic(_) => Box::new(OracleStatic::new(ctx.fresh_workload.as_ref().map(|f| f()))),
+            PolicyConfig::DamonTiering(c) => Box::new(DamonTiering::new(c.clone())),
             // registry: build
         }
     }

@@ -1,0 +1,457 @@
+//! `oracle` and `oracle-static`: clairvoyant placements that bound what an online
+//! policy can reach. They read the future of the access stream from a fresh copy of
+//! the (deterministic) workload, handed over in [`BuildContext::fresh_workload`], and
+//! so exist only in the simulator.
+//!
+//! - `oracle`: every `epoch_ms` of simulated time, the pages that will be accessed most
+//!   in the coming epoch are placed in the fast tier (the rest demoted to make room);
+//!   migrations cost what the mover charges.
+//! - `oracle-static`: the pages most accessed over the whole run are placed in the fast
+//!   tier when they are allocated, and never move again.
+//!
+//! Decisions: `docs/policies/oracle.md`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use tierkit_core::*;
+
+/// `oracle` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OracleConfig {
+    /// Length of an epoch, ms of simulated time (issue #3: 1 s).
+    pub epoch_ms: u64,
+    /// Accesses assumed for the first epoch, before a rate has been measured.
+    pub first_epoch_accesses: u64,
+}
+
+impl Default for OracleConfig {
+    fn default() -> Self {
+        OracleConfig {
+            epoch_ms: 1000,
+            first_epoch_accesses: 16_000_000,
+        }
+    }
+}
+
+impl OracleConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.epoch_ms == 0 {
+            return Err("epoch_ms must be at least 1".into());
+        }
+        if self.first_epoch_accesses == 0 {
+            return Err("first_epoch_accesses must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// `oracle-static` has no parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OracleStaticConfig {}
+
+/// Dense ids for every page the workload maps, in order of mapping, so per-page
+/// counts are plain vectors.
+#[derive(Debug, Default)]
+struct PageIds {
+    /// Per process: (start vpn, pages, first id), sorted by start.
+    ranges: Vec<Vec<(Vpn, u64, u32)>>,
+    /// id → (pid, vpn), one entry per mapping.
+    starts: Vec<(u32, Pid, Vpn, u64)>,
+    next: u32,
+}
+
+impl PageIds {
+    fn map(&mut self, pid: usize, start: Vpn, nr: u64) {
+        if self.ranges.len() <= pid {
+            self.ranges.resize(pid + 1, Vec::new());
+        }
+        let r = &mut self.ranges[pid];
+        let at = r.partition_point(|&(s, _, _)| s < start);
+        // A remapped range keeps its old ids where they overlap; new pages get new ids.
+        r.insert(at, (start, nr, self.next));
+        self.starts.push((self.next, Pid(pid as u32), start, nr));
+        self.next = self.next.checked_add(nr as u32).expect("fewer than 2^32 pages");
+    }
+
+    #[inline]
+    fn id(&self, pid: usize, vpn: Vpn) -> Option<u32> {
+        let r = self.ranges.get(pid)?;
+        let i = r.partition_point(|&(s, _, _)| s <= vpn).checked_sub(1)?;
+        let (s, n, base) = r[i];
+        (vpn < s + n).then(|| base + (vpn - s) as u32)
+    }
+
+    fn len(&self) -> usize {
+        self.next as usize
+    }
+}
+
+/// The workload's future, read in the engine's order for a single thread and
+/// round-robin by batch across threads.
+struct Future {
+    workload: Box<dyn Workload>,
+    ids: PageIds,
+    live: Vec<(usize, usize)>,
+    turn: usize,
+    batch: Vec<Op>,
+    pos: usize,
+}
+
+impl Future {
+    fn new(mut workload: Box<dyn Workload>) -> Future {
+        let shape = workload.shape();
+        let mut ids = PageIds::default();
+        let mut live = Vec::new();
+        let mut buf = Vec::new();
+        for (p, proc) in shape.processes.iter().enumerate() {
+            buf.clear();
+            workload.prologue(p, &mut buf);
+            for op in &buf {
+                if let Op::Mmap { addr, len, .. } = *op {
+                    ids.map(p, addr >> PAGE_SHIFT, len >> PAGE_SHIFT);
+                }
+            }
+            for t in 0..proc.nr_threads as usize {
+                live.push((p, t));
+            }
+        }
+        Future {
+            workload,
+            ids,
+            live,
+            turn: 0,
+            batch: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    /// The next access's page id, or `None` at the end of the stream.
+    fn next_id(&mut self) -> Option<u32> {
+        loop {
+            while self.pos < self.batch.len() {
+                let op = self.batch[self.pos];
+                self.pos += 1;
+                let process = self.live[self.turn % self.live.len().max(1)].0;
+                match op {
+                    Op::Access { addr, .. } => {
+                        if let Some(id) = self.ids.id(process, addr >> PAGE_SHIFT) {
+                            return Some(id);
+                        }
+                    }
+                    Op::Mmap { addr, len, .. } => self.ids.map(process, addr >> PAGE_SHIFT, len >> PAGE_SHIFT),
+                    Op::Munmap { .. } => {}
+                }
+            }
+            if self.live.is_empty() {
+                return None;
+            }
+            if !self.batch.is_empty() {
+                self.turn = (self.turn + 1) % self.live.len();
+            }
+            self.batch.clear();
+            self.pos = 0;
+            let (p, t) = self.live[self.turn];
+            self.workload.fill(p, t, &mut self.batch);
+            if self.batch.is_empty() {
+                self.live.remove(self.turn);
+                if self.live.is_empty() {
+                    return None;
+                }
+                self.turn %= self.live.len();
+            }
+        }
+    }
+}
+
+/// Pick the page units to hold in the fast tier: the hottest by `counts`, up to
+/// `budget_pages` base pages, huge pages counted as 512 with the sum of their subpages'
+/// counts. Returns a per-id membership vector.
+fn choose_fast_set(counts: &[u32], ids: &PageIds, mech: &dyn Mechanisms, budget_pages: u64) -> Vec<bool> {
+    // (count, id of the unit head, pages)
+    let mut units: Vec<(u64, u32, u64)> = Vec::new();
+    for &(base, pid, start, nr) in &ids.starts {
+        let mut vpn = start;
+        while vpn < start + nr {
+            let id = base + (vpn - start) as u32;
+            let huge = mech.page(pid, vpn).is_some_and(|p| p.huge);
+            if huge {
+                let head = huge_head(vpn);
+                let end = (head + SUBPAGES_PER_HUGE).min(start + nr);
+                let first = base + (head.max(start) - start) as u32;
+                let last = base + (end - start) as u32;
+                let sum: u64 = counts[first as usize..last as usize].iter().map(|&c| c as u64).sum();
+                if sum > 0 {
+                    units.push((sum, first, SUBPAGES_PER_HUGE));
+                }
+                vpn = end;
+            } else {
+                if counts[id as usize] > 0 {
+                    units.push((counts[id as usize] as u64, id, 1));
+                }
+                vpn += 1;
+            }
+        }
+    }
+    // Hottest first; ties by id so the choice is deterministic.
+    units.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut set = vec![false; ids.len()];
+    let mut used = 0;
+    for (_, id, pages) in units {
+        if used + pages > budget_pages {
+            continue;
+        }
+        used += pages;
+        for k in 0..pages as usize {
+            if let Some(s) = set.get_mut(id as usize + k) {
+                *s = true;
+            }
+        }
+    }
+    set
+}
+
+/// Move resident pages so that exactly the chosen set (as far as it is resident and
+/// fits) is in the fast tier: demote the rest first, then promote hottest first.
+fn rebalance(set: &[bool], counts: &[u32], ids: &PageIds, mech: &mut dyn Mechanisms) {
+    let mut demote = Vec::new();
+    let mut promote = Vec::new();
+    for &(base, pid, start, nr) in &ids.starts {
+        mech.walk_pages(pid, start, nr, &mut |vpn, info| {
+            let id = base + (vpn.max(start) - start) as u32;
+            let want = set.get(id as usize).copied().unwrap_or(false);
+            if info.tier.is_fast() && !want {
+                demote.push((pid, vpn));
+            } else if !info.tier.is_fast() && want {
+                promote.push((counts.get(id as usize).copied().unwrap_or(0), pid, vpn));
+            }
+        });
+    }
+    for (pid, vpn) in demote {
+        let _ = mech.migrate(pid, vpn, TierId(1), MigrateMode::Async);
+    }
+    promote.sort_unstable_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    for (_, pid, vpn) in promote {
+        if mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async) == Err(MigrateError::NoSpace) {
+            break;
+        }
+    }
+}
+
+/// Fast-tier pages a clairvoyant placement fills: capacity less the high watermark, so
+/// first-touch allocations keep finding room as they would under kswapd.
+fn fast_budget(mech: &dyn Mechanisms) -> u64 {
+    let cap = mech.tiers()[0].capacity_pages;
+    cap.saturating_sub(mech.watermarks(TierId::FAST).high)
+}
+
+/// When a page is allocated: bring it to the fast tier if it belongs there (making
+/// room from `evictable` if needed), or queue it as evictable if it does not.
+fn place_new(
+    pid: Pid,
+    vpn: Vpn,
+    tier: TierId,
+    wanted: bool,
+    evictable: &mut VecDeque<(Pid, Vpn)>,
+    mech: &mut dyn Mechanisms,
+) {
+    if wanted && !tier.is_fast() {
+        loop {
+            match mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async) {
+                Err(MigrateError::NoSpace) => match evictable.pop_front() {
+                    Some((p, v)) => {
+                        let _ = mech.migrate(p, v, TierId(1), MigrateMode::Async);
+                    }
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+    } else if !wanted && tier.is_fast() {
+        evictable.push_back((pid, vpn));
+    }
+}
+
+const EPOCH_TIMER: TimerId = 1;
+
+/// The per-epoch clairvoyant placement.
+pub struct Oracle {
+    cfg: OracleConfig,
+    future: Option<Future>,
+    /// Future page ids from access number `buf_start` on.
+    buf: VecDeque<u32>,
+    buf_start: u64,
+    counts: Vec<u32>,
+    set: Vec<bool>,
+    last_epoch_start: Option<u64>,
+    evictable: VecDeque<(Pid, Vpn)>,
+    epochs: u64,
+}
+
+impl Oracle {
+    /// An oracle reading the future from `workload` (a fresh copy of the run's).
+    pub fn new(cfg: OracleConfig, workload: Option<Box<dyn Workload>>) -> Oracle {
+        Oracle {
+            cfg,
+            future: workload.map(Future::new),
+            buf: VecDeque::new(),
+            buf_start: 0,
+            counts: Vec::new(),
+            set: Vec::new(),
+            last_epoch_start: None,
+            evictable: VecDeque::new(),
+            epochs: 0,
+        }
+    }
+
+    /// Count the page accesses of the window `[start, start + n)`.
+    fn count_window(&mut self, start: u64, n: u64) {
+        let Some(fut) = self.future.as_mut() else { return };
+        // Drop what is already past; skip ahead if the buffer is behind.
+        while self.buf_start < start {
+            if self.buf.pop_front().is_none() && fut.next_id().is_none() {
+                break;
+            }
+            self.buf_start += 1;
+        }
+        while (self.buf.len() as u64) < n {
+            match fut.next_id() {
+                Some(id) => self.buf.push_back(id),
+                None => break,
+            }
+        }
+        self.counts.clear();
+        self.counts.resize(fut.ids.len(), 0);
+        for &id in self.buf.iter().take(n as usize) {
+            self.counts[id as usize] = self.counts[id as usize].saturating_add(1);
+        }
+    }
+
+    fn on_epoch(&mut self, mech: &mut dyn Mechanisms) {
+        let now_accesses = mech.access_count().unwrap_or(0);
+        let n = match self.last_epoch_start {
+            Some(prev) if now_accesses > prev => now_accesses - prev,
+            _ => self.cfg.first_epoch_accesses,
+        };
+        self.last_epoch_start = Some(now_accesses);
+        self.count_window(now_accesses, n);
+        let Some(fut) = self.future.as_ref() else { return };
+        self.set = choose_fast_set(&self.counts, &fut.ids, mech, fast_budget(mech));
+        rebalance(&self.set, &self.counts, &fut.ids, mech);
+        self.evictable.clear();
+        self.epochs += 1;
+        let next = mech.now() + self.cfg.epoch_ms * NS_PER_MS;
+        mech.schedule(next, EPOCH_TIMER, Runner::Kthread);
+    }
+}
+
+impl Policy for Oracle {
+    fn name(&self) -> &'static str {
+        "oracle"
+    }
+    fn requirements(&self) -> Requirements {
+        Requirements { page_alloc_events: true, ..Default::default() }
+    }
+    fn init(&mut self, mech: &mut dyn Mechanisms) {
+        // Epoch 0 starts now: its set decides where first touches should end up.
+        self.on_epoch(mech);
+    }
+    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
+        match *event {
+            Event::Timer { id: EPOCH_TIMER } => self.on_epoch(mech),
+            Event::PageAlloc { pid, vpn, tier, .. } => {
+                let wanted = self
+                    .future
+                    .as_ref()
+                    .and_then(|f| f.ids.id(pid.index(), vpn))
+                    .and_then(|id| self.set.get(id as usize).copied())
+                    .unwrap_or(false);
+                place_new(pid, vpn, tier, wanted, &mut self.evictable, mech);
+            }
+            _ => {}
+        }
+    }
+    fn metadata_bytes(&self) -> u64 {
+        // Clairvoyance is not a data structure a real system could keep; reported as 0.
+        0
+    }
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("epochs", self.epochs as f64)]
+    }
+}
+
+/// The whole-run clairvoyant placement.
+pub struct OracleStatic {
+    ids: PageIds,
+    set: Vec<bool>,
+    evictable: VecDeque<(Pid, Vpn)>,
+    workload: Option<Box<dyn Workload>>,
+}
+
+impl OracleStatic {
+    /// An oracle reading the whole future from `workload` at init.
+    pub fn new(workload: Option<Box<dyn Workload>>) -> OracleStatic {
+        OracleStatic {
+            ids: PageIds::default(),
+            set: Vec::new(),
+            evictable: VecDeque::new(),
+            workload,
+        }
+    }
+}
+
+impl Policy for OracleStatic {
+    fn name(&self) -> &'static str {
+        "oracle-static"
+    }
+    fn requirements(&self) -> Requirements {
+        Requirements { page_alloc_events: true, ..Default::default() }
+    }
+    fn init(&mut self, mech: &mut dyn Mechanisms) {
+        let Some(w) = self.workload.take() else { return };
+        let mut fut = Future::new(w);
+        let mut counts: Vec<u32> = Vec::new();
+        while let Some(id) = fut.next_id() {
+            if counts.len() <= id as usize {
+                counts.resize(fut.ids.len().max(id as usize + 1), 0);
+            }
+            counts[id as usize] = counts[id as usize].saturating_add(1);
+        }
+        counts.resize(fut.ids.len(), 0);
+        // No page exists yet, so none is huge: with THP, count 2 MiB units instead.
+        self.set = choose_fast_set(&counts, &fut.ids, mech, fast_budget(mech));
+        self.ids = fut.ids;
+    }
+    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
+        if let Event::PageAlloc { pid, vpn, tier, .. } = *event {
+            let wanted = self
+                .ids
+                .id(pid.index(), vpn)
+                .and_then(|id| self.set.get(id as usize).copied())
+                .unwrap_or(false);
+            place_new(pid, vpn, tier, wanted, &mut self.evictable, mech);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_ids_are_dense_and_follow_mappings() {
+        let mut ids = PageIds::default();
+        ids.map(0, 100, 10);
+        ids.map(1, 100, 5);
+        ids.map(0, 50, 4);
+        assert_eq!(ids.id(0, 100), Some(0));
+        assert_eq!(ids.id(0, 109), Some(9));
+        assert_eq!(ids.id(0, 110), None);
+        assert_eq!(ids.id(1, 104), Some(14));
+        assert_eq!(ids.id(0, 53), Some(18));
+        assert_eq!(ids.id(0, 49), None);
+        assert_eq!(ids.len(), 19);
+    }
+}

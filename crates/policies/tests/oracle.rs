@@ -1,0 +1,60 @@
+//! The oracle bounds every online policy: on each starter workload its fast access
+//! ratio is at least every registered policy's, and on GUPS it is near the share of
+//! accesses that go to the hot set.
+
+use tierkit_core::BuildContext;
+use tierkit_policies::PolicyConfig;
+use tierkit_sim::{MachineConfig, SimConfig};
+use tierkit_workloads::{GupsConfig, PmbenchConfig, WorkloadConfig, ZipfKvConfig};
+
+fn small_workloads() -> Vec<WorkloadConfig> {
+    vec![
+        WorkloadConfig::Gups(GupsConfig { footprint_mib: 128, nr_updates: 3_000_000, ..Default::default() }),
+        WorkloadConfig::ZipfKv(ZipfKvConfig { scale: 1.0 / 32.0, ..Default::default() }),
+        WorkloadConfig::Pmbench(PmbenchConfig { footprint_mib: 128, nr_accesses: 4_000_000, ..Default::default() }),
+    ]
+}
+
+fn run(policy: &PolicyConfig, w: &WorkloadConfig) -> f64 {
+    let wc = w.clone();
+    let ctx = BuildContext { fresh_workload: Some(Box::new(move || wc.build(5))) };
+    let p = policy.try_build(&ctx).unwrap();
+    // The 32 MiB LLC would hold these small hot sets whole; turn it off so memory sees
+    // the workloads' own popularity.
+    let m = MachineConfig { llc_enabled: false, ..MachineConfig::default() };
+    let (out, _) = tierkit_sim::testing::run(&m, &SimConfig::default(), p, w.build(5));
+    out.summary.fast_access_ratio
+}
+
+#[test]
+fn oracle_is_at_least_as_good_as_every_policy_on_every_starter_workload() {
+    let oracle = PolicyConfig::default_for("oracle").unwrap();
+    for w in small_workloads() {
+        let bound = run(&oracle, &w);
+        for name in PolicyConfig::names() {
+            if name == "oracle" || name == "all-fast" {
+                continue;
+            }
+            let r = run(&PolicyConfig::default_for(name).unwrap(), &w);
+            assert!(bound + 1e-9 >= r, "{}: oracle {bound:.4} < {name} {r:.4}", w.name());
+        }
+    }
+}
+
+#[test]
+fn oracle_on_gups_is_near_the_hot_share_of_accesses() {
+    let w = &small_workloads()[0];
+    let r = run(&PolicyConfig::default_for("oracle").unwrap(), w);
+    // 90% of updates go to the hot 10%, which fits in a 1:8 fast tier (1/9).
+    assert!(r > 0.85, "oracle fast access ratio {r}");
+    let first_touch = run(&PolicyConfig::default_for("first-touch").unwrap(), w);
+    assert!(first_touch < 0.2, "first-touch {first_touch}");
+}
+
+#[test]
+fn clairvoyant_policies_refuse_to_build_without_a_workload() {
+    for name in ["oracle", "oracle-static"] {
+        let e = PolicyConfig::default_for(name).unwrap().try_build(&BuildContext::default()).err().unwrap();
+        assert!(e.contains("simulator"), "{e}");
+    }
+}
