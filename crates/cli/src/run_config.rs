@@ -77,7 +77,7 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
         .or(args.policy.clone())
         .unwrap_or_else(|| DEFAULT_POLICY.into());
     let pname = args.policy.clone().unwrap_or(pname);
-    check_name("workload", &wname, WorkloadConfig::names())?;
+    check_name("workload", &wname, &WorkloadConfig::names())?;
     check_name("policy", &pname, &PolicyConfig::names())?;
     set_section_name(&mut root, "workload", &wname);
     set_section_name(&mut root, "policy", &pname);
