@@ -85,6 +85,14 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
     );
     row(
         &mut t,
+        "placement vs epoch hot set",
+        format!(
+            "precision {:.2}, recall {:.2}, F1 {:.2}",
+            s.placement_precision, s.placement_recall, s.placement_f1
+        ),
+    );
+    row(
+        &mut t,
         "hinting faults / samples",
         format!("{} / {}", s.hint_faults, s.samples),
     );
@@ -119,7 +127,13 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
 }
 
 /// The files a run writes into `--out`.
-pub const OUTPUT_FILES: &[&str] = &["summary.json", "timeseries.csv", "config.toml"];
+pub const OUTPUT_FILES: &[&str] = &[
+    "summary.json",
+    "timeseries.csv",
+    "epochs.csv",
+    "heatmap.csv",
+    "config.toml",
+];
 
 /// Refuse to overwrite earlier results unless `force`.
 pub fn check_out_dir(dir: &Path, force: bool) -> Result<()> {
@@ -138,7 +152,9 @@ pub fn check_out_dir(dir: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Write summary.json, timeseries.csv and the resolved config.toml into `dir`.
+/// Write summary.json, timeseries.csv, epochs.csv (placement quality per epoch),
+/// heatmap.csv (memory accesses per address bin per epoch) and the resolved
+/// config.toml into `dir`.
 pub fn write_outputs(dir: &Path, cfg: &RunConfig, out: &RunOutput) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create output directory {}", dir.display()))?;
@@ -146,6 +162,8 @@ pub fn write_outputs(dir: &Path, cfg: &RunConfig, out: &RunOutput) -> Result<()>
     for (name, text) in [
         ("summary.json", json),
         ("timeseries.csv", out.series.to_csv()),
+        ("epochs.csv", out.placement.epochs_csv()),
+        ("heatmap.csv", out.placement.heat_csv()),
         ("config.toml", cfg.to_toml()),
     ] {
         let p = dir.join(name);

@@ -427,6 +427,11 @@ pub struct SimConfig {
     pub pingpong_window_ms: u64,
     /// Stop after this many accesses (0: run the workload to its end).
     pub max_accesses: u64,
+    /// Length of a placement-quality epoch (precision/recall/F1 against the epoch's
+    /// hot set, and one heat-map row), ms of simulated time.
+    pub epoch_ms: u64,
+    /// Address bins of the access heat map.
+    pub heatmap_bins: usize,
 }
 
 impl Default for SimConfig {
@@ -436,6 +441,8 @@ impl Default for SimConfig {
             quantum_ns: 1_000,
             pingpong_window_ms: 10_000,
             max_accesses: 0,
+            epoch_ms: 1000,
+            heatmap_bins: 64,
         }
     }
 }
@@ -446,6 +453,12 @@ impl SimConfig {
         if self.interval_ms == 0 {
             return Err(SimError::Config {
                 what: "sim.interval_ms".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        if self.epoch_ms == 0 || self.heatmap_bins == 0 {
+            return Err(SimError::Config {
+                what: "sim.epoch_ms / sim.heatmap_bins".into(),
                 why: "must be at least 1".into(),
             });
         }

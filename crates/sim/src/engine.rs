@@ -7,7 +7,7 @@
 use crate::config::{MachineConfig, SimConfig};
 use crate::error::SimError;
 use crate::machine::{Machine, MachineParams, Payer};
-use crate::metrics::{Counters, Summary, TierSummary, TimeSeries};
+use crate::metrics::{Counters, EpochRow, Placement, Summary, TierSummary, TimeSeries};
 use tierkit_core::*;
 
 /// A finished run.
@@ -16,6 +16,8 @@ pub struct RunOutput {
     pub summary: Summary,
     /// Interval time series.
     pub series: TimeSeries,
+    /// Placement quality per epoch and the access heat map.
+    pub placement: Placement,
 }
 
 /// Names that identify a run in its summary.
@@ -54,6 +56,7 @@ pub struct Simulation {
     fast: String,
     footprint_bytes: u64,
     series: TimeSeries,
+    placement: Placement,
 }
 
 impl Simulation {
@@ -117,6 +120,7 @@ impl Simulation {
             fast: machine_cfg.fast.clone(),
             footprint_bytes: shape.footprint_bytes,
             series: TimeSeries::default(),
+            placement: Placement::default(),
         })
     }
 
@@ -138,6 +142,8 @@ impl Simulation {
         let interval_ns = (self.sim.interval_ms * NS_PER_MS) as f64;
         let quantum = self.sim.quantum_ns as f64;
         let mut next_interval = interval_ns;
+        let epoch_ns = (self.sim.epoch_ms * NS_PER_MS) as f64;
+        let mut next_epoch = epoch_ns;
         let mut next_progress = 1u64 << 20;
         let max_accesses = if self.sim.max_accesses == 0 {
             u64::MAX
@@ -161,7 +167,12 @@ impl Simulation {
                 next_interval += interval_ns;
                 continue;
             }
-            let mut horizon = (second + quantum).min(next_interval);
+            if next_epoch <= clock {
+                self.record_epoch(next_epoch);
+                next_epoch += epoch_ns;
+                continue;
+            }
+            let mut horizon = (second + quantum).min(next_interval).min(next_epoch);
             if let Some(at) = self.machine.next_timer_at() {
                 horizon = horizon.min(at as f64);
             }
@@ -177,6 +188,14 @@ impl Simulation {
         let end = self.machine.clocks.iter().cloned().fold(0.0, f64::max);
         if self.series.rows.last().is_none_or(|r| r.time_s * 1e9 < end) {
             self.record_interval(end);
+        }
+        if self
+            .placement
+            .epochs
+            .last()
+            .is_none_or(|r| r.time_s * 1e9 < end)
+        {
+            self.record_epoch(end);
         }
         progress(self.machine.counters.accesses);
         #[cfg(debug_assertions)]
@@ -277,6 +296,17 @@ impl Simulation {
             .record(end_ns / 1e9, &self.machine.counters, fast_used);
     }
 
+    fn record_epoch(&mut self, end_ns: f64) {
+        let e = self.machine.placement_epoch(self.sim.heatmap_bins);
+        self.placement.epochs.push(EpochRow::new(
+            end_ns / 1e9,
+            e.hot_pages,
+            e.fast_pages,
+            e.hot_in_fast,
+        ));
+        self.placement.heat.push(e.heat);
+    }
+
     /// Run thread `t` until its clock reaches `horizon` (at least one op).
     fn run_thread(&mut self, t: usize, horizon: f64, max_accesses: u64) -> Result<(), SimError> {
         loop {
@@ -372,6 +402,7 @@ impl Simulation {
                 mem_accesses: c.mem_accesses_by_tier[i],
             })
             .collect();
+        let (placement_precision, placement_recall, placement_f1) = self.placement.means();
         let summary = Summary {
             policy: self.labels.policy.clone(),
             workload: self.labels.workload.clone(),
@@ -407,6 +438,9 @@ impl Simulation {
             fast_mean_used_pages: fast_mean,
             tiers,
             counters: c.clone(),
+            placement_precision,
+            placement_recall,
+            placement_f1,
             policy_stats: self
                 .policy
                 .stats()
@@ -417,6 +451,7 @@ impl Simulation {
         RunOutput {
             summary,
             series: std::mem::take(&mut self.series),
+            placement: std::mem::take(&mut self.placement),
         }
     }
 }

@@ -408,7 +408,7 @@ impl Machine {
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];
-        let vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
+        let mut vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
         self.ensure_present(tid, pid, vi, vpn, policy)?;
         let mut v = &mut self.spaces[pid as usize].vmas[vi];
         let mut ui = v.unit_index(vpn);
@@ -429,14 +429,15 @@ impl Machine {
             // The handler may have migrated or split the page, or freed the subpage
             // (a split that drops zero subpages): then this access faults it back in.
             let space = &mut self.spaces[pid as usize];
-            let vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
+            vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
             self.ensure_present(tid, pid, vi, vpn, policy)?;
             v = &mut self.spaces[pid as usize].vmas[vi];
             ui = v.unit_index(vpn);
         }
         v.pages[ui].flags |= F_ACCESSED;
+        let exact = (vpn - v.vma.start_vpn) as usize;
         if write {
-            v.pages[(vpn - v.vma.start_vpn) as usize].flags |= F_WRITTEN;
+            v.pages[exact].flags |= F_WRITTEN;
         }
         let tier = v.pages[ui].tier;
         let huge = v.pages[ui].huge();
@@ -454,6 +455,8 @@ impl Machine {
             },
         };
         let latency = if miss {
+            let p = &mut self.spaces[pid as usize].vmas[vi].pages[exact];
+            p.epoch_accesses = p.epoch_accesses.saturating_add(1);
             self.counters.mem_accesses_by_tier[tier as usize] += 1;
             let wait = self.occupy_bandwidth(tier as usize, now, CACHE_LINE as f64);
             let t = &self.tiers[tier as usize];
@@ -1021,5 +1024,79 @@ impl Machine {
         self.debug_check_capacity();
         self.charge_migration(n * PAGE_SIZE, mode);
         Ok(())
+    }
+}
+
+/// Placement quality of one epoch: the fast tier's contents against the epoch's hot
+/// set (the pages with the most memory accesses in the epoch, as many as the fast tier
+/// holds), plus the epoch's memory accesses binned by address for the heat map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochPlacement {
+    /// Pages in the hot set.
+    pub hot_pages: u64,
+    /// Pages in the fast tier at the end of the epoch.
+    pub fast_pages: u64,
+    /// Hot pages that are in the fast tier.
+    pub hot_in_fast: u64,
+    /// Memory accesses per address bin (pages of all processes in address order).
+    pub heat: Vec<u64>,
+}
+
+impl Machine {
+    /// Close a placement epoch: measure, then reset the per-page epoch counters.
+    pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
+        let budget = self.tiers[0].capacity;
+        let total_pages: u64 = self
+            .spaces
+            .iter()
+            .flat_map(|s| s.vmas.iter())
+            .map(|v| v.vma.nr_pages)
+            .sum();
+        let mut counts: Vec<u16> = Vec::new();
+        for s in &self.spaces {
+            for v in &s.vmas {
+                counts.extend(v.pages.iter().map(|p| p.epoch_accesses).filter(|&c| c > 0));
+            }
+        }
+        // Hot set: counts above the threshold, plus ties at it in address order.
+        let (threshold, mut tie_room) = if (counts.len() as u64) <= budget {
+            (1u16, u64::MAX)
+        } else {
+            let k = counts.len() - budget as usize;
+            let (_, t, _) = counts.select_nth_unstable(k);
+            let t = *t;
+            let above = counts.iter().filter(|&&c| c > t).count() as u64;
+            (t, budget - above)
+        };
+        let bins = bins.max(1);
+        let mut out = EpochPlacement {
+            hot_pages: 0,
+            fast_pages: 0,
+            hot_in_fast: 0,
+            heat: vec![0; bins],
+        };
+        let mut index = 0u64;
+        for s in &mut self.spaces {
+            for v in &mut s.vmas {
+                for p in &mut v.pages {
+                    let c = p.epoch_accesses;
+                    let fast = p.tier == 0;
+                    let hot = c > threshold
+                        || (c == threshold && c > 0 && tie_room > 0 && {
+                            tie_room -= 1;
+                            true
+                        });
+                    out.fast_pages += fast as u64;
+                    out.hot_pages += hot as u64;
+                    out.hot_in_fast += (hot && fast) as u64;
+                    if c > 0 {
+                        out.heat[(index * bins as u64 / total_pages.max(1)) as usize] += c as u64;
+                    }
+                    p.epoch_accesses = 0;
+                    index += 1;
+                }
+            }
+        }
+        out
     }
 }

@@ -222,6 +222,110 @@ pub struct Summary {
     pub tiers: Vec<TierSummary>,
     /// All machine counters.
     pub counters: Counters,
+    /// Mean precision of the fast tier's contents against each epoch's hot set.
+    pub placement_precision: f64,
+    /// Mean recall of each epoch's hot set in the fast tier.
+    pub placement_recall: f64,
+    /// Mean F1 of the two.
+    pub placement_f1: f64,
     /// Policy-specific counters.
     pub policy_stats: Vec<(String, f64)>,
+}
+
+/// Placement quality of one epoch against that epoch's hot set (Chrono reports F1 of
+/// hot-page identification the same way).
+#[derive(Debug, Clone, Serialize)]
+pub struct EpochRow {
+    /// End of the epoch, simulated seconds.
+    pub time_s: f64,
+    /// Pages in the epoch's hot set (the most-accessed pages, as many as the fast tier
+    /// holds).
+    pub hot_pages: u64,
+    /// Pages in the fast tier at the end of the epoch.
+    pub fast_pages: u64,
+    /// Share of fast-tier pages that are hot.
+    pub precision: f64,
+    /// Share of hot pages that are in the fast tier.
+    pub recall: f64,
+    /// Harmonic mean of precision and recall.
+    pub f1: f64,
+}
+
+impl EpochRow {
+    /// Build a row from counts.
+    pub fn new(time_s: f64, hot_pages: u64, fast_pages: u64, hot_in_fast: u64) -> EpochRow {
+        let precision = if fast_pages == 0 {
+            0.0
+        } else {
+            hot_in_fast as f64 / fast_pages as f64
+        };
+        let recall = if hot_pages == 0 {
+            1.0
+        } else {
+            hot_in_fast as f64 / hot_pages as f64
+        };
+        let f1 = if precision + recall == 0.0 {
+            0.0
+        } else {
+            2.0 * precision * recall / (precision + recall)
+        };
+        EpochRow {
+            time_s,
+            hot_pages,
+            fast_pages,
+            precision,
+            recall,
+            f1,
+        }
+    }
+}
+
+/// Placement epochs and the access heat map of a run.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Placement {
+    /// One row per epoch.
+    pub epochs: Vec<EpochRow>,
+    /// Per epoch, memory accesses per address bin.
+    pub heat: Vec<Vec<u64>>,
+}
+
+impl Placement {
+    /// Mean precision, recall and F1 over epochs that had a hot set.
+    pub fn means(&self) -> (f64, f64, f64) {
+        let rows: Vec<&EpochRow> = self.epochs.iter().filter(|r| r.hot_pages > 0).collect();
+        if rows.is_empty() {
+            return (0.0, 0.0, 0.0);
+        }
+        let n = rows.len() as f64;
+        (
+            rows.iter().map(|r| r.precision).sum::<f64>() / n,
+            rows.iter().map(|r| r.recall).sum::<f64>() / n,
+            rows.iter().map(|r| r.f1).sum::<f64>() / n,
+        )
+    }
+
+    /// The epochs as CSV.
+    pub fn epochs_csv(&self) -> String {
+        let mut s = String::from("time_s,hot_pages,fast_pages,precision,recall,f1\n");
+        for r in &self.epochs {
+            s.push_str(&format!(
+                "{:.3},{},{},{:.6},{:.6},{:.6}\n",
+                r.time_s, r.hot_pages, r.fast_pages, r.precision, r.recall, r.f1
+            ));
+        }
+        s
+    }
+
+    /// The heat map as CSV: one row per epoch, one column per address bin.
+    pub fn heat_csv(&self) -> String {
+        let mut s = String::new();
+        for (r, row) in self.epochs.iter().zip(&self.heat) {
+            s.push_str(&format!("{:.3}", r.time_s));
+            for v in row {
+                s.push_str(&format!(",{v}"));
+            }
+            s.push('\n');
+        }
+        s
+    }
 }

@@ -32,6 +32,9 @@ pub struct PageState {
     pub tier: u8,
     /// `F_*` flags.
     pub flags: u8,
+    /// Memory accesses to this exact 4 KiB page in the current placement epoch
+    /// (saturating); read and reset by the placement-quality metric.
+    pub epoch_accesses: u16,
 }
 
 const _: () = assert!(std::mem::size_of::<PageState>() == 16);
@@ -43,6 +46,7 @@ impl PageState {
         demoted_at_ms: 0,
         tier: NOT_PRESENT,
         flags: 0,
+        epoch_accesses: 0,
     };
 
     /// True if resident.

@@ -455,3 +455,41 @@ fn promotion_into_a_full_fast_tier_fails() {
     assert_eq!(out.summary.promoted_pages, 0);
     assert!(out.summary.failed_migrations > 0);
 }
+
+#[test]
+fn placement_epochs_measure_the_fast_tier_against_the_epochs_hot_set() {
+    // Fill past the fast tier, then in a later epoch hammer 100 slow pages and 100
+    // fast pages.
+    let mut ops: Vec<Op> = (0..4096).map(|i| write(page(i), 0)).collect();
+    ops.push(read(page(0), 3 * NS_PER_MS as u32));
+    for _ in 0..10 {
+        ops.extend((2100..2200).map(|i| read(page(i), 0)));
+        ops.extend((0..100).map(|i| read(page(i), 0)));
+    }
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let sim = SimConfig {
+        epoch_ms: 2,
+        heatmap_bins: 8,
+        ..SimConfig::default()
+    };
+    let log = Arc::new(Mutex::new(Log::default()));
+    let (out, m) = run(
+        &small_machine(8, 64),
+        &sim,
+        Box::new(Recorder::new(log)),
+        Box::new(w),
+    );
+    let last = out.placement.epochs.last().unwrap();
+    assert_eq!(last.hot_pages, 200);
+    assert_eq!(last.fast_pages, m.tiers[0].used);
+    // Pages 0..100 are fast, 2100..2200 slow: recall 1/2.
+    assert!((last.recall - 0.5).abs() < 1e-9, "{last:?}");
+    assert!((last.precision - 100.0 / m.tiers[0].used as f64).abs() < 1e-9);
+    // The heat map puts the hammered pages in the right bins (8 bins of the 8192
+    // mapped pages: 1024 each).
+    let heat = out.placement.heat.last().unwrap();
+    assert_eq!(heat.len(), 8);
+    assert_eq!(heat[0], 1000 + 1);
+    assert_eq!(heat[2], 1000);
+    assert_eq!(heat.iter().sum::<u64>(), 2001);
+}
