@@ -432,6 +432,11 @@ pub struct SimConfig {
     pub epoch_ms: u64,
     /// Address bins of the access heat map.
     pub heatmap_bins: usize,
+    /// Policies see time run this many times faster than the machine: every policy
+    /// time constant (scan periods, thresholds, intervals, rates per second) is
+    /// effectively divided by it. 1.0 is faithful; larger values shorten experiments
+    /// on small workloads, and reports say so.
+    pub policy_time_scale: f64,
 }
 
 impl Default for SimConfig {
@@ -443,6 +448,7 @@ impl Default for SimConfig {
             max_accesses: 0,
             epoch_ms: 1000,
             heatmap_bins: 64,
+            policy_time_scale: 1.0,
         }
     }
 }
@@ -460,6 +466,12 @@ impl SimConfig {
             return Err(SimError::Config {
                 what: "sim.epoch_ms / sim.heatmap_bins".into(),
                 why: "must be at least 1".into(),
+            });
+        }
+        if !(self.policy_time_scale.is_finite() && self.policy_time_scale > 0.0) {
+            return Err(SimError::Config {
+                what: "sim.policy_time_scale".into(),
+                why: format!("{} must be a positive number", self.policy_time_scale),
             });
         }
         if self.quantum_ns == 0 {

@@ -89,6 +89,7 @@ impl Simulation {
             seed: labels.seed,
             pingpong_window_ms: sim.pingpong_window_ms,
             threads_per_process: shape.processes.iter().map(|p| p.nr_threads).collect(),
+            policy_time_scale: sim.policy_time_scale,
         });
         machine.page_alloc_events = req.page_alloc_events;
         let mut threads = Vec::new();
@@ -409,6 +410,7 @@ impl Simulation {
             machine: self.machine_name.clone(),
             fast: self.fast.clone(),
             seed: self.labels.seed,
+            policy_time_scale: self.sim.policy_time_scale,
             sim_seconds,
             accesses: c.accesses,
             throughput_accesses_per_s: if sim_seconds > 0.0 {

@@ -111,6 +111,8 @@ pub struct Machine {
     payer: Payer,
     rng: Xoshiro256PlusPlus,
     pingpong_window_ms: u64,
+    /// Policy-visible time runs this many times faster than machine time.
+    policy_time_scale: f64,
     /// Deliver PageAlloc events.
     pub page_alloc_events: bool,
     ns_per_copy_byte: f64,
@@ -134,6 +136,9 @@ pub struct MachineParams {
     pub pingpong_window_ms: u64,
     /// Threads per process.
     pub threads_per_process: Vec<u32>,
+    /// Policy-visible time runs this many times faster than machine time
+    /// (`sim.policy_time_scale`).
+    pub policy_time_scale: f64,
 }
 
 impl Machine {
@@ -209,8 +214,15 @@ impl Machine {
             payer: Payer::Kthread,
             rng: Xoshiro256PlusPlus::seed_from_u64(p.seed ^ 0x0074_6965_726b_6974),
             pingpong_window_ms: p.pingpong_window_ms,
+            policy_time_scale: p.policy_time_scale,
             page_alloc_events: false,
         }
+    }
+
+    /// Machine time (ns, fractional) as the policy sees it.
+    #[inline]
+    fn policy_time(&self, t: f64) -> Nanos {
+        (t * self.policy_time_scale) as Nanos
     }
 
     /// Set the context for the policy code about to run.
@@ -420,7 +432,7 @@ impl Machine {
                 tier: TierId(v.pages[ui].tier),
                 huge: v.pages[ui].huge(),
                 write,
-                armed_at: v.pages[ui].armed_at,
+                armed_at: (v.pages[ui].armed_at as f64 * self.policy_time_scale) as Nanos,
             };
             self.counters.hint_faults += 1;
             self.enter(self.clocks[tid], Payer::Thread(tid));
@@ -738,7 +750,7 @@ impl Machine {
 
 impl Mechanisms for Machine {
     fn now(&self) -> Nanos {
-        self.now as Nanos
+        self.policy_time(self.now)
     }
 
     fn tiers(&self) -> &[TierInfo] {
@@ -852,7 +864,8 @@ impl Mechanisms for Machine {
     }
 
     fn schedule(&mut self, at: Nanos, id: TimerId, runner: Runner) {
-        let at = at.max(self.now as Nanos);
+        // Policy time back to machine time.
+        let at = ((at as f64 / self.policy_time_scale) as Nanos).max(self.now as Nanos);
         self.timer_seq += 1;
         let task = match runner {
             Runner::Kthread => None,

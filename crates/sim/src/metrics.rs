@@ -179,6 +179,8 @@ pub struct Summary {
     pub fast: String,
     /// Run seed.
     pub seed: u64,
+    /// `sim.policy_time_scale`: 1.0 unless policy time constants were shortened.
+    pub policy_time_scale: f64,
     /// Simulated runtime (the slowest thread's clock), seconds.
     pub sim_seconds: f64,
     /// Accesses issued.

@@ -493,3 +493,34 @@ fn placement_epochs_measure_the_fast_tier_against_the_epochs_hot_set() {
     assert_eq!(heat[2], 1000);
     assert_eq!(heat.iter().sum::<u64>(), 2001);
 }
+
+#[test]
+fn policy_time_scale_shortens_every_policy_time_constant() {
+    // A timer at policy time 10 ms fires at machine time 1 ms with scale 10, and a
+    // page armed then and touched 2 ms (machine) later shows a 20 ms latency.
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log.clone());
+    p.init = Box::new(|m| m.schedule(10 * NS_PER_MS, 1, Runner::Kthread));
+    p.on_timer = Box::new(|_, m, log| {
+        log.low_watermarks.push((TierId(9), m.now()));
+        m.arm_hint_fault(Pid(0), page(0) >> PAGE_SHIFT);
+    });
+    let ops = vec![write(page(0), 0), read(page(0), 3 * NS_PER_MS as u32)];
+    let w = Script::new(16 * MIB).process(&[(BASE, 16 * MIB)], ops);
+    let sim = SimConfig {
+        policy_time_scale: 10.0,
+        ..SimConfig::default()
+    };
+    let (out, _) = run(&small_machine(8, 64), &sim, Box::new(p), Box::new(w));
+    let log = log.lock().unwrap();
+    assert_eq!(log.low_watermarks, vec![(TierId(9), 10 * NS_PER_MS)]);
+    let f = log.faults[0];
+    assert_eq!(f.armed_at, 10 * NS_PER_MS);
+    let latency = log.fault_times[0] - f.armed_at;
+    assert!(
+        (20 * NS_PER_MS..21 * NS_PER_MS).contains(&latency),
+        "{latency}"
+    );
+    assert_eq!(out.summary.policy_time_scale, 10.0);
+    assert!(out.summary.sim_seconds < 0.004);
+}
