@@ -20,15 +20,12 @@ pub mod autonuma;
 pub mod first_touch;
 pub mod numa_scan;
 pub mod oracle;
-pub mod damon;
-pub mod damon_tiering;
 // registry: modules (one `pub mod name;` line per policy or shared mechanism, sorted)
 
 pub use all_fast::{AllFast, AllFastConfig};
 pub use autonuma::{Autonuma, AutonumaConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
 pub use oracle::{Oracle, OracleConfig, OracleStatic, OracleStaticConfig};
-pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 // registry: re-exports
 
 /// The policy registry: a policy's name and its configuration.
@@ -45,8 +42,6 @@ pub enum PolicyConfig {
     Oracle(OracleConfig),
     /// Clairvoyant whole-run placement, never moved (simulator only).
     OracleStatic(OracleStaticConfig),
-    /// DAMON-based tiering (Linux samples/damon/mtier.c, damo mem_tier.sh).
-    DamonTiering(DamonTieringConfig),
     // registry: variants (one line each, a doc comment above it)
 }
 
@@ -59,7 +54,6 @@ impl PolicyConfig {
             ("autonuma", "Linux NUMA balancing (numa_balancing=1) on a CPU-less slow node: promote on any hinting fault"),
             ("oracle", "clairvoyant: each epoch (1 s) the pages most accessed in it are placed in the fast tier (simulator only)"),
             ("oracle-static", "clairvoyant: the pages most accessed over the whole run placed at allocation, never moved (simulator only)"),
-            ("damon-tiering", "DAMON-based tiering (mtier.c): paddr DAMON per node, migrate_cold from fast / migrate_hot from slow, quotas auto-tuned to 99.7% fast-node use"),
             // registry: describe
         ]
     }
@@ -77,7 +71,6 @@ impl PolicyConfig {
             "autonuma" => PolicyConfig::Autonuma(Default::default()),
             "oracle" => PolicyConfig::Oracle(Default::default()),
             "oracle-static" => PolicyConfig::OracleStatic(Default::default()),
-            "damon-tiering" => PolicyConfig::DamonTiering(Default::default()),
             // registry: default_for
             _ => return None,
         })
@@ -91,7 +84,6 @@ impl PolicyConfig {
             PolicyConfig::Autonuma(_) => "autonuma",
             PolicyConfig::Oracle(_) => "oracle",
             PolicyConfig::OracleStatic(_) => "oracle-static",
-            PolicyConfig::DamonTiering(_) => "damon-tiering",
             // registry: name
         }
     }
@@ -103,7 +95,6 @@ impl PolicyConfig {
             PolicyConfig::Autonuma(c) => c.validate(),
             PolicyConfig::Oracle(c) => c.validate(),
             PolicyConfig::OracleStatic(_) => Ok(()),
-            PolicyConfig::DamonTiering(c) => c.validate(),
             // registry: validate
         }
     }
@@ -135,7 +126,6 @@ impl PolicyConfig {
             PolicyConfig::Autonuma(c) => Box::new(Autonuma::new(c.clone())),
             PolicyConfig::Oracle(c) => Box::new(Oracle::new(c.clone(), ctx.fresh_workload.as_ref().map(|f| f()))),
             PolicyConfig::OracleStatic(_) => Box::new(OracleStatic::new(ctx.fresh_workload.as_ref().map(|f| f()))),
-            PolicyConfig::DamonTiering(c) => Box::new(DamonTiering::new(c.clone())),
             // registry: build
         }
     }
