@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 use tierkit::run_config::{self, RunArgs};
-use tierkit::{bench, list, run};
+use tierkit::{bench, compare, list, run};
 
 /// tierkit: compare tiered-memory placement policies on a simulated machine.
 #[derive(Parser)]
@@ -47,6 +47,39 @@ enum Command {
         /// Overwrite earlier results in --out.
         #[arg(long)]
         force: bool,
+    },
+    /// Run every chosen policy on the same workloads, side by side, and write a report.
+    Compare {
+        /// A built-in suite: quick (default), default, chrono, memtis, freqtier, multiclock, pet.
+        #[arg(long)]
+        suite: Option<String>,
+        /// A TOML matrix (policies, workloads, ratios, machines, seed, set).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Policies, comma separated (`*` for every registered one).
+        #[arg(long, value_delimiter = ',')]
+        policies: Option<Vec<String>>,
+        /// Workloads, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        workloads: Option<Vec<String>>,
+        /// Fast:slow ratios (or sizes), comma separated.
+        #[arg(long, value_delimiter = ',')]
+        ratios: Option<Vec<String>>,
+        /// Machine presets, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        machine: Option<Vec<String>>,
+        /// Override any run setting in every run, e.g. --set sim.policy_time_scale=10.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Seed of every run.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Runs at once (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Output directory; rerunning into it reuses finished runs.
+        #[arg(long, default_value = "tierkit-compare")]
+        out: PathBuf,
     },
     /// List policies, workloads and machines with their parameters and defaults.
     List,
@@ -120,9 +153,47 @@ fn real_main() -> Result<()> {
             let result = run::simulate(&cfg, std::io::stderr().is_terminal())?;
             print!("{}", run::table(&result, start.elapsed()));
             if let Some(dir) = &out {
-                run::write_outputs(dir, &cfg, &result)?;
+                run::write_files(dir, &cfg, &result)?;
                 println!("  results in {}", dir.display());
             }
+        }
+        Command::Compare {
+            suite,
+            config,
+            policies,
+            workloads,
+            ratios,
+            machine,
+            sets,
+            seed,
+            jobs,
+            out,
+        } => {
+            let config = match config {
+                Some(p) => Some((
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p)
+                        .with_context(|| format!("cannot read compare config {}", p.display()))?,
+                )),
+                None => None,
+            };
+            let args = compare::CompareArgs {
+                suite,
+                config,
+                policies,
+                workloads,
+                ratios,
+                machines: machine,
+                seed,
+                sets,
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                out,
+                progress: std::io::stderr().is_terminal(),
+            };
+            let (board, report) = compare::compare(&args)?;
+            print!("{board}");
+            println!("report: {}", report.display());
         }
         Command::List => print!("{}", list::listing()),
         Command::Bench { reps, accesses } => {

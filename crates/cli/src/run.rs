@@ -155,7 +155,7 @@ pub fn check_out_dir(dir: &Path, force: bool) -> Result<()> {
 /// Write summary.json, timeseries.csv, epochs.csv (placement quality per epoch),
 /// heatmap.csv (memory accesses per address bin per epoch) and the resolved
 /// config.toml into `dir`.
-pub fn write_outputs(dir: &Path, cfg: &RunConfig, out: &RunOutput) -> Result<()> {
+pub fn write_files(dir: &Path, cfg: &RunConfig, out: &RunOutput) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create output directory {}", dir.display()))?;
     let json = serde_json::to_string_pretty(&out.summary)? + "\n";

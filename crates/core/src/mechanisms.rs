@@ -171,13 +171,15 @@ pub trait Mechanisms {
 
     /// Arm the page so its next access raises a hinting fault
     /// ([`Event::HintFault`](crate::policy::Event::HintFault)) carrying the arm time.
-    /// Returns false if the page is not resident. Arming an armed page resets its arm
-    /// time. Cost: one PTE update.
+    /// Returns false if the page is not resident. Arming a page that is already armed
+    /// changes nothing — its arm time stays — as the kernel skips PROT_NONE PTEs.
+    /// Cost: one PTE update.
     fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool;
 
     /// Arm every resident page in the range whose tier passes `tier_filter` (or all
     /// if `None`), like one `change_prot_numa` call of a NUMA-balancing scan step.
-    /// Returns the number of page units armed. Cost: per PTE walked.
+    /// Pages already armed are skipped and keep their arm time. Returns the number of
+    /// page units newly armed. Cost: per PTE walked.
     fn arm_range(
         &mut self,
         pid: Pid,

@@ -55,8 +55,9 @@ impl Autonuma {
             self.scanner.record_fault(f.pid, pages, true);
             return;
         }
-        // migrate_balanced_pgdat: the target must stay above its high watermark.
-        let room = mech.free_pages(TierId::FAST) >= mech.watermarks(TierId::FAST).high + pages;
+        // migrate_balanced_pgdat: zone_watermark_ok(high + nr) needs free pages strictly
+        // above the high watermark plus the page.
+        let room = mech.free_pages(TierId::FAST) > mech.watermarks(TierId::FAST).high + pages;
         let ok = room
             && mech
                 .migrate(f.pid, f.vpn, TierId::FAST, MigrateMode::Sync)

@@ -6,7 +6,9 @@
 //! selected by `name` in TOML, built by [`PolicyConfig::build`].
 //!
 //! Shared kernel-like machinery that several policies reuse lives beside them:
-//! [`numa_scan`] is Linux's NUMA-balancing scanner (`task_numa_work`).
+//! [`numa_scan`] is Linux's NUMA-balancing scanner (`task_numa_work`), [`lru`] the
+//! kernel's active/inactive LRU lists with kswapd-like demotion, and [`damon`] DAMON's
+//! region-based access monitor with its DAMOS schemes.
 //!
 //! To add a policy: write `src/<name>.rs` with `<Name>Config` and the policy, add a
 //! variant to [`PolicyConfig`] and a line to [`PolicyConfig::describe`], and a page
@@ -17,15 +19,27 @@ use tierkit_core::{BuildContext, Policy};
 
 pub mod all_fast;
 pub mod autonuma;
+pub mod autotiering;
+pub mod damon;
+pub mod damon_tiering;
 pub mod first_touch;
+pub mod hemem;
+pub mod linux_tiering;
+pub mod lru;
 pub mod numa_scan;
 pub mod oracle;
+pub mod tpp;
 // registry: modules (one `pub mod name;` line per policy or shared mechanism, sorted)
 
 pub use all_fast::{AllFast, AllFastConfig};
 pub use autonuma::{Autonuma, AutonumaConfig};
+pub use autotiering::{Autotiering, AutotieringConfig, AutotieringMode};
+pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
+pub use hemem::{Hemem, HememConfig};
+pub use linux_tiering::{LinuxTiering, LinuxTieringConfig};
 pub use oracle::{Oracle, OracleConfig, OracleStatic, OracleStaticConfig};
+pub use tpp::{Tpp, TppConfig};
 // registry: re-exports
 
 /// The policy registry: a policy's name and its configuration.
@@ -42,6 +56,16 @@ pub enum PolicyConfig {
     Oracle(OracleConfig),
     /// Clairvoyant whole-run placement, never moved (simulator only).
     OracleStatic(OracleStaticConfig),
+    /// DAMON-based tiering (Linux samples/damon/mtier.c, damo mem_tier.sh).
+    DamonTiering(DamonTieringConfig),
+    /// Linux NUMA balancing memory-tiering mode (numa_balancing=2, v6.1+).
+    LinuxTiering(LinuxTieringConfig),
+    /// TPP (ASPLOS'23): active-LRU promotion filter, decoupled demotion watermark.
+    Tpp(TppConfig),
+    /// HeMem (SOSP'21): PEBS sample counts, fixed hot thresholds, hot/cold FIFO lists, 10 ms migration thread.
+    Hemem(HememConfig),
+    /// AutoTiering (ATC'21): hint faults, 8-bit LAP history; `mode` cpm / opm / opmx / opm-bd.
+    Autotiering(AutotieringConfig),
     // registry: variants (one line each, a doc comment above it)
 }
 
@@ -54,6 +78,11 @@ impl PolicyConfig {
             ("autonuma", "Linux NUMA balancing (numa_balancing=1) on a CPU-less slow node: promote on any hinting fault"),
             ("oracle", "clairvoyant: each epoch (1 s) the pages most accessed in it are placed in the fast tier (simulator only)"),
             ("oracle-static", "clairvoyant: the pages most accessed over the whole run placed at allocation, never moved (simulator only)"),
+            ("damon-tiering", "DAMON-based tiering (mtier.c): paddr DAMON per node, migrate_cold from fast / migrate_hot from slow, quotas auto-tuned to 99.7% fast-node use"),
+            ("linux-tiering", "Linux memory tiering (numa_balancing=2, v6.1+): promote on hint-fault latency < hot threshold within a rate limit; kswapd demotes the fast tier's inactive LRU"),
+            ("tpp", "TPP (ASPLOS'23): promote slow pages faulted while on the active LRU; kswapd keeps a 2% demotion watermark free"),
+            ("hemem", "HeMem (SOSP'21): PEBS samples per 2 MiB page, hot at 4 reads or 4 writes, halve all counts when one passes 10; a 10 ms thread promotes hot slow pages, demoting cold fast ones"),
+            ("autotiering", "AutoTiering (ATC'21): hint faults build an 8-bit LAP history; mode opm-bd (default) promotes into a pool refilled by background demotion of least-accessed pages, opm/opmx demote/exchange in the fault, cpm promotes only into free space"),
             // registry: describe
         ]
     }
@@ -71,6 +100,11 @@ impl PolicyConfig {
             "autonuma" => PolicyConfig::Autonuma(Default::default()),
             "oracle" => PolicyConfig::Oracle(Default::default()),
             "oracle-static" => PolicyConfig::OracleStatic(Default::default()),
+            "damon-tiering" => PolicyConfig::DamonTiering(Default::default()),
+            "linux-tiering" => PolicyConfig::LinuxTiering(Default::default()),
+            "tpp" => PolicyConfig::Tpp(Default::default()),
+            "hemem" => PolicyConfig::Hemem(Default::default()),
+            "autotiering" => PolicyConfig::Autotiering(Default::default()),
             // registry: default_for
             _ => return None,
         })
@@ -84,6 +118,11 @@ impl PolicyConfig {
             PolicyConfig::Autonuma(_) => "autonuma",
             PolicyConfig::Oracle(_) => "oracle",
             PolicyConfig::OracleStatic(_) => "oracle-static",
+            PolicyConfig::DamonTiering(_) => "damon-tiering",
+            PolicyConfig::LinuxTiering(_) => "linux-tiering",
+            PolicyConfig::Tpp(_) => "tpp",
+            PolicyConfig::Hemem(_) => "hemem",
+            PolicyConfig::Autotiering(_) => "autotiering",
             // registry: name
         }
     }
@@ -95,6 +134,11 @@ impl PolicyConfig {
             PolicyConfig::Autonuma(c) => c.validate(),
             PolicyConfig::Oracle(c) => c.validate(),
             PolicyConfig::OracleStatic(_) => Ok(()),
+            PolicyConfig::DamonTiering(c) => c.validate(),
+            PolicyConfig::LinuxTiering(c) => c.validate(),
+            PolicyConfig::Tpp(c) => c.validate(),
+            PolicyConfig::Hemem(c) => c.validate(),
+            PolicyConfig::Autotiering(c) => c.validate(),
             // registry: validate
         }
     }
@@ -102,7 +146,10 @@ impl PolicyConfig {
     /// Policies that read the future of the workload and so need
     /// [`BuildContext::fresh_workload`].
     pub fn needs_future(&self) -> bool {
-        matches!(self, PolicyConfig::Oracle(_) | PolicyConfig::OracleStatic(_))
+        matches!(
+            self,
+            PolicyConfig::Oracle(_) | PolicyConfig::OracleStatic(_)
+        )
     }
 
     /// Build the policy, failing with a one-line reason if it cannot run here (a
@@ -124,8 +171,18 @@ impl PolicyConfig {
             PolicyConfig::AllFast(_) => Box::new(AllFast),
             PolicyConfig::FirstTouch(_) => Box::new(FirstTouch),
             PolicyConfig::Autonuma(c) => Box::new(Autonuma::new(c.clone())),
-            PolicyConfig::Oracle(c) => Box::new(Oracle::new(c.clone(), ctx.fresh_workload.as_ref().map(|f| f()))),
-            PolicyConfig::OracleStatic(_) => Box::new(OracleStatic::new(ctx.fresh_workload.as_ref().map(|f| f()))),
+            PolicyConfig::Oracle(c) => Box::new(Oracle::new(
+                c.clone(),
+                ctx.fresh_workload.as_ref().map(|f| f()),
+            )),
+            PolicyConfig::OracleStatic(_) => {
+                Box::new(OracleStatic::new(ctx.fresh_workload.as_ref().map(|f| f())))
+            }
+            PolicyConfig::DamonTiering(c) => Box::new(DamonTiering::new(c.clone())),
+            PolicyConfig::LinuxTiering(c) => Box::new(LinuxTiering::new(c.clone())),
+            PolicyConfig::Tpp(c) => Box::new(Tpp::new(c.clone())),
+            PolicyConfig::Hemem(c) => Box::new(Hemem::new(c.clone())),
+            PolicyConfig::Autotiering(c) => Box::new(Autotiering::new(c.clone())),
             // registry: build
         }
     }

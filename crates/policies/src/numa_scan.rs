@@ -240,6 +240,12 @@ fn arm_window(
             s += chunk;
             if pages_left <= 0 || virt_left <= 0 {
                 *cursor = s;
+                // A budget that ends exactly at the end of the address space completes
+                // the pass now, as task_numa_work resets the offset in the same call.
+                if mech.vmas(pid).last().is_none_or(|v| v.end_vpn() <= s) {
+                    *cursor = 0;
+                    out.wrapped = true;
+                }
                 return out;
             }
         }

@@ -73,7 +73,10 @@ impl PageIds {
         // A remapped range keeps its old ids where they overlap; new pages get new ids.
         r.insert(at, (start, nr, self.next));
         self.starts.push((self.next, Pid(pid as u32), start, nr));
-        self.next = self.next.checked_add(nr as u32).expect("fewer than 2^32 pages");
+        self.next = self
+            .next
+            .checked_add(nr as u32)
+            .expect("fewer than 2^32 pages");
     }
 
     #[inline]
@@ -141,7 +144,9 @@ impl Future {
                             return Some(id);
                         }
                     }
-                    Op::Mmap { addr, len, .. } => self.ids.map(process, addr >> PAGE_SHIFT, len >> PAGE_SHIFT),
+                    Op::Mmap { addr, len, .. } => {
+                        self.ids.map(process, addr >> PAGE_SHIFT, len >> PAGE_SHIFT)
+                    }
                     Op::Munmap { .. } => {}
                 }
             }
@@ -169,7 +174,12 @@ impl Future {
 /// Pick the page units to hold in the fast tier: the hottest by `counts`, up to
 /// `budget_pages` base pages, huge pages counted as 512 with the sum of their subpages'
 /// counts. Returns a per-id membership vector.
-fn choose_fast_set(counts: &[u32], ids: &PageIds, mech: &dyn Mechanisms, budget_pages: u64) -> Vec<bool> {
+fn choose_fast_set(
+    counts: &[u32],
+    ids: &PageIds,
+    mech: &dyn Mechanisms,
+    budget_pages: u64,
+) -> Vec<bool> {
     // (count, id of the unit head, pages)
     let mut units: Vec<(u64, u32, u64)> = Vec::new();
     for &(base, pid, start, nr) in &ids.starts {
@@ -182,7 +192,10 @@ fn choose_fast_set(counts: &[u32], ids: &PageIds, mech: &dyn Mechanisms, budget_
                 let end = (head + SUBPAGES_PER_HUGE).min(start + nr);
                 let first = base + (head.max(start) - start) as u32;
                 let last = base + (end - start) as u32;
-                let sum: u64 = counts[first as usize..last as usize].iter().map(|&c| c as u64).sum();
+                let sum: u64 = counts[first as usize..last as usize]
+                    .iter()
+                    .map(|&c| c as u64)
+                    .sum();
                 if sum > 0 {
                     units.push((sum, first, SUBPAGES_PER_HUGE));
                 }
@@ -258,16 +271,13 @@ fn place_new(
     mech: &mut dyn Mechanisms,
 ) {
     if wanted && !tier.is_fast() {
-        loop {
-            match mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async) {
-                Err(MigrateError::NoSpace) => match evictable.pop_front() {
-                    Some((p, v)) => {
-                        let _ = mech.migrate(p, v, TierId(1), MigrateMode::Async);
-                    }
-                    None => break,
-                },
-                _ => break,
-            }
+        while let Err(MigrateError::NoSpace) =
+            mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async)
+        {
+            let Some((p, v)) = evictable.pop_front() else {
+                break;
+            };
+            let _ = mech.migrate(p, v, TierId(1), MigrateMode::Async);
         }
     } else if !wanted && tier.is_fast() {
         evictable.push_back((pid, vpn));
@@ -308,7 +318,9 @@ impl Oracle {
 
     /// Count the page accesses of the window `[start, start + n)`.
     fn count_window(&mut self, start: u64, n: u64) {
-        let Some(fut) = self.future.as_mut() else { return };
+        let Some(fut) = self.future.as_mut() else {
+            return;
+        };
         // Drop what is already past; skip ahead if the buffer is behind.
         while self.buf_start < start {
             if self.buf.pop_front().is_none() && fut.next_id().is_none() {
@@ -337,7 +349,9 @@ impl Oracle {
         };
         self.last_epoch_start = Some(now_accesses);
         self.count_window(now_accesses, n);
-        let Some(fut) = self.future.as_ref() else { return };
+        let Some(fut) = self.future.as_ref() else {
+            return;
+        };
         self.set = choose_fast_set(&self.counts, &fut.ids, mech, fast_budget(mech));
         rebalance(&self.set, &self.counts, &fut.ids, mech);
         self.evictable.clear();
@@ -352,7 +366,10 @@ impl Policy for Oracle {
         "oracle"
     }
     fn requirements(&self) -> Requirements {
-        Requirements { page_alloc_events: true, ..Default::default() }
+        Requirements {
+            page_alloc_events: true,
+            ..Default::default()
+        }
     }
     fn init(&mut self, mech: &mut dyn Mechanisms) {
         // Epoch 0 starts now: its set decides where first touches should end up.
@@ -407,10 +424,15 @@ impl Policy for OracleStatic {
         "oracle-static"
     }
     fn requirements(&self) -> Requirements {
-        Requirements { page_alloc_events: true, ..Default::default() }
+        Requirements {
+            page_alloc_events: true,
+            ..Default::default()
+        }
     }
     fn init(&mut self, mech: &mut dyn Mechanisms) {
-        let Some(w) = self.workload.take() else { return };
+        let Some(w) = self.workload.take() else {
+            return;
+        };
         let mut fut = Future::new(w);
         let mut counts: Vec<u32> = Vec::new();
         while let Some(id) = fut.next_id() {

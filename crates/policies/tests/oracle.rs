@@ -9,19 +9,35 @@ use tierkit_workloads::{GupsConfig, PmbenchConfig, WorkloadConfig, ZipfKvConfig}
 
 fn small_workloads() -> Vec<WorkloadConfig> {
     vec![
-        WorkloadConfig::Gups(GupsConfig { footprint_mib: 128, nr_updates: 3_000_000, ..Default::default() }),
-        WorkloadConfig::ZipfKv(ZipfKvConfig { scale: 1.0 / 32.0, ..Default::default() }),
-        WorkloadConfig::Pmbench(PmbenchConfig { footprint_mib: 128, nr_accesses: 4_000_000, ..Default::default() }),
+        WorkloadConfig::Gups(GupsConfig {
+            footprint_mib: 128,
+            nr_updates: 3_000_000,
+            ..Default::default()
+        }),
+        WorkloadConfig::ZipfKv(ZipfKvConfig {
+            scale: 1.0 / 32.0,
+            ..Default::default()
+        }),
+        WorkloadConfig::Pmbench(PmbenchConfig {
+            footprint_mib: 128,
+            nr_accesses: 4_000_000,
+            ..Default::default()
+        }),
     ]
 }
 
 fn run(policy: &PolicyConfig, w: &WorkloadConfig) -> f64 {
     let wc = w.clone();
-    let ctx = BuildContext { fresh_workload: Some(Box::new(move || wc.build(5))) };
+    let ctx = BuildContext {
+        fresh_workload: Some(Box::new(move || wc.build(5))),
+    };
     let p = policy.try_build(&ctx).unwrap();
     // The 32 MiB LLC would hold these small hot sets whole; turn it off so memory sees
     // the workloads' own popularity.
-    let m = MachineConfig { llc_enabled: false, ..MachineConfig::default() };
+    let m = MachineConfig {
+        llc_enabled: false,
+        ..MachineConfig::default()
+    };
     let (out, _) = tierkit_sim::testing::run(&m, &SimConfig::default(), p, w.build(5));
     out.summary.fast_access_ratio
 }
@@ -36,7 +52,11 @@ fn oracle_is_at_least_as_good_as_every_policy_on_every_starter_workload() {
                 continue;
             }
             let r = run(&PolicyConfig::default_for(name).unwrap(), &w);
-            assert!(bound + 1e-9 >= r, "{}: oracle {bound:.4} < {name} {r:.4}", w.name());
+            assert!(
+                bound + 1e-9 >= r,
+                "{}: oracle {bound:.4} < {name} {r:.4}",
+                w.name()
+            );
         }
     }
 }
@@ -54,7 +74,11 @@ fn oracle_on_gups_is_near_the_hot_share_of_accesses() {
 #[test]
 fn clairvoyant_policies_refuse_to_build_without_a_workload() {
     for name in ["oracle", "oracle-static"] {
-        let e = PolicyConfig::default_for(name).unwrap().try_build(&BuildContext::default()).err().unwrap();
+        let e = PolicyConfig::default_for(name)
+            .unwrap()
+            .try_build(&BuildContext::default())
+            .err()
+            .unwrap();
         assert!(e.contains("simulator"), "{e}");
     }
 }

@@ -173,6 +173,7 @@ impl Simulation {
                 next_epoch += epoch_ns;
                 continue;
             }
+            self.machine.earliest_new_timer = f64::INFINITY;
             let mut horizon = (second + quantum).min(next_interval).min(next_epoch);
             if let Some(at) = self.machine.next_timer_at() {
                 horizon = horizon.min(at as f64);
@@ -367,7 +368,10 @@ impl Simulation {
                     }
                 }
             }
-            if self.machine.clocks[t] >= horizon || self.machine.counters.accesses >= max_accesses {
+            if self.machine.clocks[t] >= horizon
+                || self.machine.counters.accesses >= max_accesses
+                || self.machine.earliest_new_timer < horizon
+            {
                 return Ok(());
             }
         }

@@ -113,6 +113,9 @@ pub struct Machine {
     pingpong_window_ms: u64,
     /// Policy-visible time runs this many times faster than machine time.
     policy_time_scale: f64,
+    /// Earliest deadline scheduled since the engine last looked (infinity if none):
+    /// a timer set inside an access must end the running thread's slice early.
+    pub earliest_new_timer: f64,
     /// Deliver PageAlloc events.
     pub page_alloc_events: bool,
     ns_per_copy_byte: f64,
@@ -215,6 +218,7 @@ impl Machine {
             rng: Xoshiro256PlusPlus::seed_from_u64(p.seed ^ 0x0074_6965_726b_6974),
             pingpong_window_ms: p.pingpong_window_ms,
             policy_time_scale: p.policy_time_scale,
+            earliest_new_timer: f64::INFINITY,
             page_alloc_events: false,
         }
     }
@@ -819,9 +823,12 @@ impl Mechanisms for Machine {
         };
         let now = self.now as Nanos;
         let p = &mut self.spaces[pid.index()].vmas[vi].pages[ui];
-        p.flags |= F_ARMED;
-        p.armed_at = now;
-        self.counters.armed_ptes += 1;
+        // Already PROT_NONE: the kernel leaves the PTE (and its scan time) alone.
+        if p.flags & F_ARMED == 0 {
+            p.flags |= F_ARMED;
+            p.armed_at = now;
+            self.counters.armed_ptes += 1;
+        }
         self.charge(self.costs.pte_scan_ns);
         true
     }
@@ -836,7 +843,7 @@ impl Mechanisms for Machine {
         let now = self.now as Nanos;
         let mut armed = 0;
         let walked = self.for_each_unit(pid, start_vpn, nr_pages, |_, p| {
-            if tier_filter.is_none_or(|t| t.0 == p.tier) {
+            if p.flags & F_ARMED == 0 && tier_filter.is_none_or(|t| t.0 == p.tier) {
                 p.flags |= F_ARMED;
                 p.armed_at = now;
                 armed += 1;
@@ -877,6 +884,7 @@ impl Mechanisms for Machine {
             id,
             task,
         }));
+        self.earliest_new_timer = self.earliest_new_timer.min(at as f64);
     }
 
     fn charge_cpu(&mut self, ns: u64) {

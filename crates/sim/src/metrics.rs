@@ -4,10 +4,10 @@
 //! - `timeseries.csv`: one row per interval, columns as [`IntervalRow`]'s fields.
 //! - `summary.json`: a [`Summary`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Counters the machine keeps for the whole run. All page counts are in 4 KiB pages.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Counters {
     /// Accesses issued by the workload.
     pub accesses: u64,
@@ -70,7 +70,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// One row of the time series: what happened during one interval.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IntervalRow {
     /// End of the interval, simulated seconds.
     pub time_s: f64,
@@ -152,7 +152,7 @@ impl TimeSeries {
 }
 
 /// Per-tier facts in the summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TierSummary {
     /// Tier name.
     pub name: String,
@@ -167,7 +167,7 @@ pub struct TierSummary {
 }
 
 /// Everything a run reports (`summary.json`). Deterministic: no wall-clock values.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// Policy name.
     pub policy: String,
@@ -236,7 +236,7 @@ pub struct Summary {
 
 /// Placement quality of one epoch against that epoch's hot set (Chrono reports F1 of
 /// hot-page identification the same way).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EpochRow {
     /// End of the epoch, simulated seconds.
     pub time_s: f64,
@@ -283,7 +283,7 @@ impl EpochRow {
 }
 
 /// Placement epochs and the access heat map of a run.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Placement {
     /// One row per epoch.
     pub epochs: Vec<EpochRow>,

@@ -1,0 +1,901 @@
+//! `tierkit compare`: every chosen policy on the same work, side by side.
+//!
+//! A comparison is a matrix — workloads × machines × fast:slow ratios × policies —
+//! plus the reference runs every row is measured against (`all-fast` per workload and
+//! machine, `first-touch` and `oracle` per cell). Runs are independent and each is
+//! single-threaded and deterministic, so they run in parallel (`--jobs`) without
+//! changing any result. Each run lives in `OUT/runs/<id>/`, where `<id>` ends in a
+//! hash of the run's full configuration: rerunning into the same `OUT` reuses every
+//! run whose configuration is unchanged.
+//!
+//! Outputs in `OUT`: `results.csv` (one tidy row per run), `results.json`,
+//! `runs/<id>/` (summary, time series, placement epochs, heat map, config) and
+//! `report.html` (see [`report`]).
+
+pub mod report;
+pub mod suites;
+
+use crate::run::simulate;
+use crate::run_config::{self, RunArgs, RunConfig};
+use anyhow::{anyhow, bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tierkit_policies::PolicyConfig;
+use tierkit_sim::config::preset_names;
+use tierkit_sim::metrics::{IntervalRow, Placement, Summary};
+use tierkit_workloads::WorkloadConfig;
+
+/// The policies every cell is measured against.
+pub const REFERENCES: &[&str] = &["all-fast", "first-touch", "oracle"];
+
+/// A comparison matrix as written in TOML (`--config FILE`, or a built-in suite).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixSpec {
+    /// Policy names; `"*"` means every registered policy.
+    #[serde(default)]
+    pub policies: Vec<String>,
+    /// Fast-tier sizes (`1:8`, `512MiB`).
+    #[serde(default)]
+    pub ratios: Vec<String>,
+    /// Machine presets.
+    #[serde(default)]
+    pub machines: Vec<String>,
+    /// Seed of every run.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// `--set` overrides applied to every run.
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Workloads with their own overrides.
+    #[serde(default)]
+    pub workloads: Vec<WorkloadSpec>,
+}
+
+/// One workload of a matrix.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Registered workload name.
+    pub name: String,
+    /// `--set` overrides for this workload's runs (`workload.scale=0.5`).
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Label in reports; defaults to the name plus any `mix`/`kernel` setting.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// What the command line asked for.
+#[derive(Debug, Clone, Default)]
+pub struct CompareArgs {
+    /// `--suite`.
+    pub suite: Option<String>,
+    /// `--config` path and contents.
+    pub config: Option<(String, String)>,
+    /// `--policies`.
+    pub policies: Option<Vec<String>>,
+    /// `--workloads`.
+    pub workloads: Option<Vec<String>>,
+    /// `--ratios`.
+    pub ratios: Option<Vec<String>>,
+    /// `--machine` (one or more).
+    pub machines: Option<Vec<String>>,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    /// `--set` for every run.
+    pub sets: Vec<String>,
+    /// `--jobs`.
+    pub jobs: usize,
+    /// `--out`.
+    pub out: PathBuf,
+    /// Draw a progress bar (on a terminal).
+    pub progress: bool,
+}
+
+/// One planned run.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    /// Directory name under `runs/`.
+    pub id: String,
+    /// Workload label.
+    pub workload: String,
+    /// Machine preset.
+    pub machine: String,
+    /// Fast-tier size as given.
+    pub ratio: String,
+    /// Policy name.
+    pub policy: String,
+    /// Added only as a reference for the others.
+    pub reference: bool,
+    /// The resolved configuration.
+    pub config: RunConfig,
+}
+
+/// A finished run with what the report needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Directory name under `runs/`.
+    pub id: String,
+    /// Workload label.
+    pub workload: String,
+    /// Machine preset.
+    pub machine: String,
+    /// Fast-tier size.
+    pub ratio: String,
+    /// Policy.
+    pub policy: String,
+    /// Reference run added by compare.
+    pub reference: bool,
+    /// The run's summary.
+    pub summary: Summary,
+    /// The interval time series.
+    pub series: Vec<IntervalRow>,
+    /// Placement epochs and heat map.
+    pub placement: Placement,
+}
+
+/// Derived metrics of a run, against its references.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultRow {
+    /// Run id.
+    pub id: String,
+    /// Workload label.
+    pub workload: String,
+    /// Machine preset.
+    pub machine: String,
+    /// Fast-tier size.
+    pub ratio: String,
+    /// Policy.
+    pub policy: String,
+    /// Added as a reference.
+    pub reference: bool,
+    /// Seed.
+    pub seed: u64,
+    /// Policy time scale of the run.
+    pub policy_time_scale: f64,
+    /// Simulated runtime, s.
+    pub sim_seconds: f64,
+    /// Runtime over `all-fast`'s on the same workload and machine.
+    pub slowdown: f64,
+    /// Share of memory accesses served by the fast tier.
+    pub fast_access_ratio: f64,
+    /// Oracle's fast access ratio minus this one.
+    pub oracle_far_gap: f64,
+    /// Runtime over the oracle's.
+    pub oracle_runtime_ratio: f64,
+    /// Mean precision of fast-tier contents against each epoch's hot set.
+    pub precision: f64,
+    /// Mean recall.
+    pub recall: f64,
+    /// Mean F1.
+    pub f1: f64,
+    /// Pages promoted.
+    pub promoted_pages: u64,
+    /// Pages demoted.
+    pub demoted_pages: u64,
+    /// Bytes migrated.
+    pub migrated_bytes: u64,
+    /// Migration bytes as a share of memory traffic.
+    pub migration_traffic_share: f64,
+    /// Pages promoted again within the ping-pong window of their demotion.
+    pub pingpong_pages: u64,
+    /// Hinting faults.
+    pub hint_faults: u64,
+    /// Samples.
+    pub samples: u64,
+    /// Tiering CPU, s.
+    pub tiering_cpu_seconds: f64,
+    /// Policy metadata, bytes.
+    pub policy_metadata_bytes: u64,
+    /// Mean fast-tier pages in use.
+    pub fast_mean_used_pages: f64,
+    /// 1 − mean fast use / `first-touch`'s mean fast use.
+    pub fast_saving_vs_first_touch: f64,
+}
+
+/// How strictly names are checked: a built-in suite may name policies and workloads
+/// not registered yet (skipped with a notice); names a user gave must exist.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Leniency {
+    /// Skip unregistered policies.
+    pub policies: bool,
+    /// Skip unregistered workloads.
+    pub workloads: bool,
+}
+
+/// Build the matrix spec from a suite or file and the flags.
+pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)> {
+    let (mut spec, lenient, title) = match (&args.config, &args.suite) {
+        (Some(_), Some(_)) => bail!("give --suite or --config, not both"),
+        (Some((path, text)), None) => {
+            let spec: MatrixSpec = toml::from_str(text).map_err(|e| {
+                anyhow!(
+                    "compare config {path}: {}",
+                    e.to_string()
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            })?;
+            (spec, false, format!("config {path}"))
+        }
+        (None, suite) => {
+            let name = suite.as_deref().unwrap_or("quick");
+            let s = suites::find(name).ok_or_else(|| {
+                anyhow!(
+                    "unknown suite `{name}`; valid: {}",
+                    suites::names().join(", ")
+                )
+            })?;
+            let spec: MatrixSpec = toml::from_str(s.toml).expect("built-in suites parse");
+            (spec, true, format!("suite {name}"))
+        }
+    };
+    if let Some(p) = &args.policies {
+        spec.policies = p.clone();
+    }
+    if let Some(ws) = &args.workloads {
+        let old = std::mem::take(&mut spec.workloads);
+        spec.workloads = ws
+            .iter()
+            .map(|n| {
+                old.iter()
+                    .find(|w| &w.name == n)
+                    .cloned()
+                    .unwrap_or(WorkloadSpec {
+                        name: n.clone(),
+                        ..Default::default()
+                    })
+            })
+            .collect();
+    }
+    if let Some(r) = &args.ratios {
+        spec.ratios = r.clone();
+    }
+    if let Some(m) = &args.machines {
+        spec.machines = m.clone();
+    }
+    if args.seed.is_some() {
+        spec.seed = args.seed;
+    }
+    spec.set.extend(args.sets.iter().cloned());
+    let leniency = Leniency {
+        policies: lenient && args.policies.is_none(),
+        workloads: lenient && args.workloads.is_none(),
+    };
+    Ok((spec, leniency, title))
+}
+
+/// Names in `given` that are registered; unregistered ones are an error unless
+/// `lenient` (a built-in suite naming things not yet implemented), then a notice.
+fn keep_registered(
+    kind: &str,
+    given: &[String],
+    valid: &[&str],
+    lenient: bool,
+    notices: &mut Vec<String>,
+) -> Result<Vec<String>> {
+    let (ok, missing): (Vec<String>, Vec<String>) = given
+        .iter()
+        .cloned()
+        .partition(|n| valid.contains(&n.as_str()));
+    if !missing.is_empty() {
+        if lenient {
+            notices.push(format!(
+                "skipping {kind}s not registered yet: {}",
+                missing.join(", ")
+            ));
+        } else {
+            bail!(
+                "unknown {kind} `{}`; valid: {}",
+                missing[0],
+                valid.join(", ")
+            );
+        }
+    }
+    let mut seen = Vec::new();
+    for n in ok {
+        if !seen.contains(&n) {
+            seen.push(n);
+        }
+    }
+    Ok(seen)
+}
+
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn workload_label(w: &WorkloadSpec) -> String {
+    if let Some(l) = &w.label {
+        return l.clone();
+    }
+    // Distinguish entries of one workload by their selecting knobs.
+    let mut label = w.name.clone();
+    for s in &w.set {
+        for key in ["workload.mix=", "workload.kernel=", "workload.style="] {
+            if let Some(v) = s.strip_prefix(key) {
+                label.push('-');
+                label.push_str(v.trim_matches('"'));
+            }
+        }
+    }
+    label
+}
+
+/// Plan every run of the matrix, validating each configuration before anything runs.
+pub fn plan(
+    spec: &MatrixSpec,
+    lenient: Leniency,
+    notices: &mut Vec<String>,
+) -> Result<Vec<PlannedRun>> {
+    let registered_policies = PolicyConfig::names();
+    let policies: Vec<String> = if spec.policies.iter().any(|p| p == "*") {
+        registered_policies.iter().map(|s| s.to_string()).collect()
+    } else {
+        keep_registered(
+            "policy",
+            &spec.policies,
+            &registered_policies,
+            lenient.policies,
+            notices,
+        )?
+    };
+    let wnames: Vec<String> = spec.workloads.iter().map(|w| w.name.clone()).collect();
+    let registered_workloads = WorkloadConfig::names();
+    let kept = keep_registered(
+        "workload",
+        &wnames,
+        &registered_workloads,
+        lenient.workloads,
+        notices,
+    )?;
+    let workloads: Vec<&WorkloadSpec> = spec
+        .workloads
+        .iter()
+        .filter(|w| kept.contains(&w.name))
+        .collect();
+    let machines = keep_registered("machine", &spec.machines, &preset_names(), false, notices)?;
+    let ratios = spec.ratios.clone();
+    for (what, empty) in [
+        ("policies", policies.is_empty()),
+        ("workloads", workloads.is_empty()),
+        ("machines", machines.is_empty()),
+        ("ratios", ratios.is_empty()),
+    ] {
+        if empty {
+            bail!("the comparison has no {what}; give at least one (e.g. --{what} ...)");
+        }
+    }
+    let mut runs = Vec::new();
+    let mut labels_seen = BTreeMap::new();
+    for w in &workloads {
+        let mut label = workload_label(w);
+        let n = labels_seen.entry(label.clone()).or_insert(0);
+        *n += 1;
+        if *n > 1 {
+            label = format!("{label}-{n}");
+        }
+        // Validate the workload once and size check every ratio against its footprint.
+        let probe = build_config(spec, w, "first-touch", &machines[0], &ratios[0])?;
+        let footprint = probe
+            .workload
+            .build(probe.config_seed())
+            .shape()
+            .footprint_bytes;
+        for m in &machines {
+            for r in &ratios {
+                let cfg = build_config(spec, w, "first-touch", m, r)?;
+                cfg.machine
+                    .resolve(footprint, false)
+                    .map_err(|e| anyhow!("workload `{label}`, ratio `{r}`: {e}"))?;
+            }
+            let add = |policy: &str,
+                       ratio: &str,
+                       reference: bool,
+                       runs: &mut Vec<PlannedRun>|
+             -> Result<()> {
+                let config = build_config(spec, w, policy, m, ratio)?;
+                let text = config.to_toml();
+                let id = format!(
+                    "{}_{}_{}_{}_{:08x}",
+                    sanitize(&label),
+                    m,
+                    sanitize(ratio),
+                    policy,
+                    fnv1a(&text) as u32
+                );
+                runs.push(PlannedRun {
+                    id,
+                    workload: label.clone(),
+                    machine: m.clone(),
+                    ratio: ratio.to_string(),
+                    policy: policy.to_string(),
+                    reference,
+                    config,
+                });
+                Ok(())
+            };
+            // all-fast does not depend on the ratio: once per workload and machine.
+            add(
+                "all-fast",
+                &ratios[0],
+                !policies.iter().any(|p| p == "all-fast"),
+                &mut runs,
+            )?;
+            for r in &ratios {
+                for reference in ["first-touch", "oracle"] {
+                    if !policies.iter().any(|p| p == reference) {
+                        add(reference, r, true, &mut runs)?;
+                    }
+                }
+                for p in &policies {
+                    if p != "all-fast" {
+                        add(p, r, false, &mut runs)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(runs)
+}
+
+trait ConfigSeed {
+    fn config_seed(&self) -> u64;
+}
+impl ConfigSeed for RunConfig {
+    fn config_seed(&self) -> u64 {
+        self.seed
+    }
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn build_config(
+    spec: &MatrixSpec,
+    w: &WorkloadSpec,
+    policy: &str,
+    machine: &str,
+    ratio: &str,
+) -> Result<RunConfig> {
+    let mut sets = spec.set.clone();
+    sets.extend(w.set.iter().cloned());
+    run_config::build(&RunArgs {
+        config_file: None,
+        workload: Some(w.name.clone()),
+        policy: Some(policy.into()),
+        machine: Some(machine.into()),
+        fast: Some(ratio.into()),
+        seed: spec.seed,
+        sets,
+    })
+    .map_err(|e| anyhow!("workload `{}`: {e}", w.name))
+}
+
+/// Run (or reuse) one planned run in `dir/runs/<id>`.
+fn execute(run: &PlannedRun, dir: &Path) -> Result<(RunRecord, bool)> {
+    let rdir = dir.join("runs").join(&run.id);
+    let text = run.config.to_toml();
+    let record_path = rdir.join("run.json");
+    if std::fs::read_to_string(rdir.join("config.toml"))
+        .ok()
+        .as_deref()
+        == Some(text.as_str())
+    {
+        if let Ok(bytes) = std::fs::read(&record_path) {
+            if let Ok(rec) = serde_json::from_slice::<RunRecord>(&bytes) {
+                return Ok((rec, true));
+            }
+        }
+    }
+    let out = simulate(&run.config, false).with_context(|| format!("run {}", run.id))?;
+    std::fs::create_dir_all(&rdir).with_context(|| format!("cannot create {}", rdir.display()))?;
+    let rec = RunRecord {
+        id: run.id.clone(),
+        workload: run.workload.clone(),
+        machine: run.machine.clone(),
+        ratio: run.ratio.clone(),
+        policy: run.policy.clone(),
+        reference: run.reference,
+        summary: out.summary.clone(),
+        series: out.series.rows.clone(),
+        placement: out.placement.clone(),
+    };
+    // The config is written last: a run interrupted before it is redone next time.
+    crate::run::write_files(&rdir, &run.config, &out)?;
+    std::fs::write(&record_path, serde_json::to_vec(&rec)?)?;
+    std::fs::write(rdir.join("config.toml"), &text)?;
+    Ok((rec, false))
+}
+
+/// Derive the comparison metrics of every run from its references.
+pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
+    let find = |w: &str, m: &str, r: Option<&str>, p: &str| {
+        records.iter().find(|x| {
+            x.workload == w && x.machine == m && r.is_none_or(|r| x.ratio == r) && x.policy == p
+        })
+    };
+    records
+        .iter()
+        .map(|x| {
+            let s = &x.summary;
+            let fast = find(&x.workload, &x.machine, None, "all-fast");
+            let oracle = find(&x.workload, &x.machine, Some(&x.ratio), "oracle");
+            let ft = find(&x.workload, &x.machine, Some(&x.ratio), "first-touch");
+            let ratio = |a: f64, b: Option<f64>| b.filter(|b| *b > 0.0).map_or(f64::NAN, |b| a / b);
+            ResultRow {
+                id: x.id.clone(),
+                workload: x.workload.clone(),
+                machine: x.machine.clone(),
+                ratio: x.ratio.clone(),
+                policy: x.policy.clone(),
+                reference: x.reference,
+                seed: s.seed,
+                policy_time_scale: s.policy_time_scale,
+                sim_seconds: s.sim_seconds,
+                slowdown: ratio(s.sim_seconds, fast.map(|f| f.summary.sim_seconds)),
+                fast_access_ratio: s.fast_access_ratio,
+                oracle_far_gap: oracle.map_or(f64::NAN, |o| {
+                    o.summary.fast_access_ratio - s.fast_access_ratio
+                }),
+                oracle_runtime_ratio: ratio(s.sim_seconds, oracle.map(|o| o.summary.sim_seconds)),
+                precision: s.placement_precision,
+                recall: s.placement_recall,
+                f1: s.placement_f1,
+                promoted_pages: s.promoted_pages,
+                demoted_pages: s.demoted_pages,
+                migrated_bytes: s.migrated_bytes,
+                migration_traffic_share: s.migration_traffic_share,
+                pingpong_pages: s.pingpong_pages,
+                hint_faults: s.hint_faults,
+                samples: s.samples,
+                tiering_cpu_seconds: s.tiering_cpu_seconds,
+                policy_metadata_bytes: s.policy_metadata_bytes,
+                fast_mean_used_pages: s.fast_mean_used_pages,
+                fast_saving_vs_first_touch: ft.map_or(f64::NAN, |f| {
+                    if f.summary.fast_mean_used_pages > 0.0 {
+                        1.0 - s.fast_mean_used_pages / f.summary.fast_mean_used_pages
+                    } else {
+                        f64::NAN
+                    }
+                }),
+            }
+        })
+        .collect()
+}
+
+/// One leaderboard line: a policy's standing over the whole comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Standing {
+    /// Policy.
+    pub policy: String,
+    /// Geometric-mean slowdown against all-fast over the cells it ran in.
+    pub geomean_slowdown: f64,
+    /// Mean fast access ratio.
+    pub mean_fast_access_ratio: f64,
+    /// Mean F1 against the epochs' hot sets.
+    pub mean_f1: f64,
+    /// Total bytes migrated.
+    pub migrated_bytes: u64,
+    /// Total tiering CPU, s.
+    pub tiering_cpu_seconds: f64,
+    /// Cells.
+    pub cells: usize,
+}
+
+/// The leaderboard, best (lowest geometric-mean slowdown) first.
+pub fn leaderboard(rows: &[ResultRow]) -> Vec<Standing> {
+    let mut by: BTreeMap<&str, Vec<&ResultRow>> = BTreeMap::new();
+    for r in rows {
+        by.entry(r.policy.as_str()).or_default().push(r);
+    }
+    let mut out: Vec<Standing> = by
+        .into_iter()
+        .map(|(p, rs)| {
+            let valid: Vec<f64> = rs
+                .iter()
+                .map(|r| r.slowdown)
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .collect();
+            let geo = if valid.is_empty() {
+                f64::NAN
+            } else {
+                (valid.iter().map(|s| s.ln()).sum::<f64>() / valid.len() as f64).exp()
+            };
+            let n = rs.len() as f64;
+            Standing {
+                policy: p.to_string(),
+                geomean_slowdown: geo,
+                mean_fast_access_ratio: rs.iter().map(|r| r.fast_access_ratio).sum::<f64>() / n,
+                mean_f1: rs.iter().map(|r| r.f1).sum::<f64>() / n,
+                migrated_bytes: rs.iter().map(|r| r.migrated_bytes).sum(),
+                tiering_cpu_seconds: rs.iter().map(|r| r.tiering_cpu_seconds).sum(),
+                cells: rs.len(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.geomean_slowdown
+            .total_cmp(&b.geomean_slowdown)
+            .then(a.policy.cmp(&b.policy))
+    });
+    out
+}
+
+/// The compact stdout table.
+pub fn leaderboard_text(board: &[Standing]) -> String {
+    let mut s = format!(
+        "{:<4} {:<18} {:>10} {:>9} {:>6} {:>12} {:>10} {:>6}\n",
+        "rank", "policy", "slowdown", "fast-acc", "F1", "migrated", "tier-CPU", "cells"
+    );
+    for (i, b) in board.iter().enumerate() {
+        s.push_str(&format!(
+            "{:<4} {:<18} {:>9.3}x {:>8.1}% {:>6.2} {:>9.1} MiB {:>9.2}s {:>6}\n",
+            i + 1,
+            b.policy,
+            b.geomean_slowdown,
+            b.mean_fast_access_ratio * 100.0,
+            b.mean_f1,
+            b.migrated_bytes as f64 / (1u64 << 20) as f64,
+            b.tiering_cpu_seconds,
+            b.cells
+        ));
+    }
+    s
+}
+
+fn csv_field(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) if s.contains(',') || s.contains('"') => {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        }
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "NA".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Rows as tidy CSV (column order = field order; NaN as NA).
+pub fn results_csv(rows: &[ResultRow]) -> Result<String> {
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let v = serde_json::to_value(r)?;
+        let obj = v.as_object().expect("a struct serializes to an object");
+        if i == 0 {
+            out.push_str(&obj.keys().cloned().collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        out.push_str(&obj.values().map(csv_field).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Run the comparison; returns the leaderboard text and the report path.
+pub fn compare(args: &CompareArgs) -> Result<(String, PathBuf)> {
+    let (spec, lenient, title) = resolve_spec(args)?;
+    let mut notices = Vec::new();
+    let runs = plan(&spec, lenient, &mut notices)?;
+    for n in &notices {
+        eprintln!("note: {n}");
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let bar = ProgressBar::with_draw_target(
+        Some(runs.len() as u64),
+        if args.progress {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} runs done, {msg} ({elapsed}, eta {eta})",
+        )
+        .expect("static template"),
+    );
+    let running = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let total = runs.len();
+    let set_msg = |bar: &ProgressBar| {
+        let r = running.load(Ordering::SeqCst);
+        let d = done.load(Ordering::SeqCst);
+        bar.set_message(format!("{r} running, {} left", total - d - r));
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.max(1))
+        .build()
+        .context("cannot start worker threads")?;
+    let results: Vec<Result<(RunRecord, bool)>> = pool.install(|| {
+        runs.par_iter()
+            .map(|run| {
+                running.fetch_add(1, Ordering::SeqCst);
+                set_msg(&bar);
+                let r = execute(run, &args.out);
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+                bar.inc(1);
+                set_msg(&bar);
+                r
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let mut records = Vec::with_capacity(results.len());
+    let mut reused = 0;
+    for r in results {
+        let (rec, was_reused) = r?;
+        reused += was_reused as usize;
+        records.push(rec);
+    }
+    if reused > 0 {
+        eprintln!(
+            "reused {reused} of {} runs already finished in {}",
+            records.len(),
+            args.out.display()
+        );
+    }
+    let rows = derive(&records);
+    let board = leaderboard(&rows);
+    std::fs::write(args.out.join("results.csv"), results_csv(&rows)?)?;
+    std::fs::write(
+        args.out.join("results.json"),
+        serde_json::to_string_pretty(&rows)? + "\n",
+    )?;
+    let report_path = args.out.join("report.html");
+    std::fs::write(
+        &report_path,
+        report::render(&title, &spec, &records, &rows, &board),
+    )?;
+    Ok((leaderboard_text(&board), report_path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STRICT: Leniency = Leniency {
+        policies: false,
+        workloads: false,
+    };
+    const LENIENT: Leniency = Leniency {
+        policies: true,
+        workloads: true,
+    };
+
+    fn spec(policies: &[&str], workloads: &[&str], ratios: &[&str]) -> MatrixSpec {
+        MatrixSpec {
+            policies: policies.iter().map(|s| s.to_string()).collect(),
+            ratios: ratios.iter().map(|s| s.to_string()).collect(),
+            machines: vec!["cxl".into()],
+            seed: Some(1),
+            set: vec![],
+            workloads: workloads
+                .iter()
+                .map(|n| WorkloadSpec {
+                    name: n.to_string(),
+                    set: vec!["workload.scale=0.01".into()],
+                    label: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn plan_adds_references_once_and_ids_are_unique() {
+        let mut notes = Vec::new();
+        let runs = plan(
+            &spec(&["autonuma"], &["gups"], &["1:8", "1:4"]),
+            STRICT,
+            &mut notes,
+        )
+        .unwrap();
+        let names: Vec<_> = runs
+            .iter()
+            .map(|r| (r.policy.as_str(), r.ratio.as_str()))
+            .collect();
+        assert_eq!(names.iter().filter(|(p, _)| *p == "all-fast").count(), 1);
+        assert_eq!(names.iter().filter(|(p, _)| *p == "oracle").count(), 2);
+        assert_eq!(names.iter().filter(|(p, _)| *p == "autonuma").count(), 2);
+        let mut ids: Vec<_> = runs.iter().map(|r| r.id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), runs.len());
+    }
+
+    #[test]
+    fn invalid_matrices_fail_before_running() {
+        let mut n = Vec::new();
+        let e = plan(&spec(&["nope"], &["gups"], &["1:8"]), STRICT, &mut n)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown policy `nope`") && e.contains("autonuma"),
+            "{e}"
+        );
+        let e = plan(&spec(&["autonuma"], &["nope"], &["1:8"]), STRICT, &mut n)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown workload `nope`"), "{e}");
+        let e = plan(&spec(&[], &["gups"], &["1:8"]), STRICT, &mut n)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no policies"), "{e}");
+        let e = plan(&spec(&["autonuma"], &["gups"], &[]), STRICT, &mut n)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no ratios"), "{e}");
+        let e = plan(&spec(&["autonuma"], &["gups"], &["0:8"]), STRICT, &mut n)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fast-tier size"), "{e}");
+        // A ratio so small the fast tier has no page at this footprint.
+        let e = plan(
+            &spec(&["autonuma"], &["gups"], &["1:10000000"]),
+            STRICT,
+            &mut n,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("0 pages"), "{e}");
+        let mut s = spec(&["autonuma"], &["gups"], &["1:8"]);
+        s.machines = vec!["nope".into()];
+        assert!(plan(&s, STRICT, &mut n)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown machine"));
+    }
+
+    #[test]
+    fn lenient_suites_skip_unregistered_names_with_a_notice() {
+        let mut notes = Vec::new();
+        let runs = plan(
+            &spec(
+                &["autonuma", "not-yet"],
+                &["gups", "not-yet-either"],
+                &["1:8"],
+            ),
+            LENIENT,
+            &mut notes,
+        )
+        .unwrap();
+        assert!(runs.iter().all(|r| r.policy != "not-yet"));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+    }
+
+    #[test]
+    fn every_builtin_suite_parses_and_plans() {
+        for s in suites::SUITES {
+            let spec: MatrixSpec =
+                toml::from_str(s.toml).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            let mut notes = Vec::new();
+            match plan(&spec, LENIENT, &mut notes) {
+                Ok(runs) => assert!(!runs.is_empty()),
+                // A paper suite whose systems are not all registered yet.
+                Err(e) => assert!(e.to_string().contains("has no"), "{}: {e}", s.name),
+            }
+        }
+        for must in ["quick", "default"] {
+            let spec: MatrixSpec = toml::from_str(suites::find(must).unwrap().toml).unwrap();
+            assert!(plan(&spec, LENIENT, &mut Vec::new()).is_ok(), "{must}");
+        }
+    }
+}

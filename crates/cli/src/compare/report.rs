@@ -1,0 +1,741 @@
+//! `report.html`: one self-contained page (inline SVG and CSS, no script, nothing
+//! fetched) that shows at a glance which policy wins where, by how much, and how far
+//! each is from the oracle.
+//!
+//! Sections, each with at least one chart: the leaderboard; slowdown per workload;
+//! fast access ratio over time; migration traffic over time; page-hotness heat maps;
+//! placement quality; the papers' claims as the policy pages record them; and every
+//! run's numbers.
+
+use super::{MatrixSpec, ResultRow, RunRecord, Standing};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+mod pages {
+    include!(concat!(env!("OUT_DIR"), "/policy_pages.rs"));
+}
+
+const PALETTE: &[&str] = &[
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#843c39", "#7b4173",
+    "#3182bd", "#31a354",
+];
+
+/// HTML-escape text.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A colour per series name, stable across the report's charts.
+pub struct Colors(BTreeMap<String, &'static str>);
+
+impl Colors {
+    /// Colours for these names, assigned in sorted order.
+    pub fn new(policies: impl Iterator<Item = String>) -> Colors {
+        let mut names: Vec<String> = policies.collect();
+        names.sort();
+        names.dedup();
+        Colors(
+            names
+                .into_iter()
+                .enumerate()
+                .map(|(i, n)| (n, PALETTE[i % PALETTE.len()]))
+                .collect(),
+        )
+    }
+    /// The colour of a name.
+    pub fn of(&self, p: &str) -> &'static str {
+        self.0.get(p).copied().unwrap_or("#444")
+    }
+}
+
+fn legend(names: &[String], colors: &Colors, x: f64, y: f64) -> String {
+    let mut s = String::new();
+    for (i, n) in names.iter().enumerate() {
+        let yy = y + i as f64 * 16.0;
+        let _ = write!(
+            s,
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" font-size="11">{}</text>"#,
+            yy - 9.0,
+            colors.of(n),
+            x + 14.0,
+            yy,
+            esc(n)
+        );
+    }
+    s
+}
+
+fn nice_max(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if v <= m * p {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+/// A grouped bar chart: one group per category, one bar per series.
+pub fn bar_chart(
+    title: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    y_label: &str,
+    colors: &Colors,
+) -> String {
+    let (w, h, left, top, bottom, right) = (760.0, 300.0, 60.0, 30.0, 60.0, 170.0);
+    let plot_w = w - left - right;
+    let plot_h = h - top - bottom;
+    let max = nice_max(
+        series
+            .iter()
+            .flat_map(|(_, v)| v.iter().cloned())
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max),
+    );
+    let mut s = format!(
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="{}">"#,
+        esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="18" font-size="13" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    for k in 0..=4 {
+        let v = max * k as f64 / 4.0;
+        let y = top + plot_h - plot_h * k as f64 / 4.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{:.2}</text>"##,
+            left + plot_w,
+            left - 4.0,
+            y + 3.0,
+            v
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="14" y="{}" font-size="11" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        esc(y_label)
+    );
+    let groups = categories.len().max(1) as f64;
+    let gw = plot_w / groups;
+    let nb = series.len().max(1) as f64;
+    let bw = (gw * 0.8 / nb).max(1.0);
+    for (gi, cat) in categories.iter().enumerate() {
+        let gx = left + gi as f64 * gw;
+        for (si, (name, vals)) in series.iter().enumerate() {
+            let v = vals.get(gi).copied().unwrap_or(f64::NAN);
+            if !v.is_finite() {
+                continue;
+            }
+            let bh = plot_h * (v / max).clamp(0.0, 1.0);
+            let _ = write!(
+                s,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {:.3}</title></rect>"#,
+                gx + gw * 0.1 + si as f64 * bw,
+                top + plot_h - bh,
+                bw,
+                bh,
+                colors.of(name),
+                esc(name),
+                v
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"#,
+            gx + gw / 2.0,
+            top + plot_h + 14.0,
+            esc(cat)
+        );
+    }
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    s.push_str(&legend(&names, colors, w - right + 10.0, top + 10.0));
+    s.push_str("</svg>");
+    s
+}
+
+/// A line chart, one line per series of (x, y) points.
+pub fn line_chart(
+    title: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    x_label: &str,
+    y_label: &str,
+    y_max: Option<f64>,
+    colors: &Colors,
+) -> String {
+    let (w, h, left, top, bottom, right) = (760.0, 280.0, 60.0, 30.0, 45.0, 170.0);
+    let plot_w = w - left - right;
+    let plot_h = h - top - bottom;
+    let x_max = nice_max(
+        series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.0))
+            .fold(0.0, f64::max),
+    );
+    let y_top = y_max.unwrap_or_else(|| {
+        nice_max(
+            series
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|q| q.1))
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max),
+        )
+    });
+    let mut s = format!(
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="{}">"#,
+        esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="18" font-size="13" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    for k in 0..=4 {
+        let y = top + plot_h - plot_h * k as f64 / 4.0;
+        let x = left + plot_w * k as f64 / 4.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{:.2}</text><text x="{x}" y="{}" font-size="10" text-anchor="middle">{:.1}</text>"##,
+            left + plot_w,
+            left - 4.0,
+            y + 3.0,
+            y_top * k as f64 / 4.0,
+            top + plot_h + 14.0,
+            x_max * k as f64 / 4.0
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text><text x="14" y="{}" font-size="11" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
+        left + plot_w / 2.0,
+        h - 8.0,
+        esc(x_label),
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+        esc(y_label)
+    );
+    for (name, pts) in series {
+        let mut d = String::new();
+        for (i, (x, y)) in pts.iter().filter(|p| p.1.is_finite()).enumerate() {
+            let px = left + plot_w * (x / x_max).clamp(0.0, 1.0);
+            let py = top + plot_h - plot_h * (y / y_top).clamp(0.0, 1.0);
+            let _ = write!(d, "{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, px, py);
+        }
+        if !d.is_empty() {
+            let _ = write!(
+                s,
+                r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.5"><title>{}</title></path>"#,
+                colors.of(name),
+                esc(name)
+            );
+        }
+    }
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    s.push_str(&legend(&names, colors, w - right + 10.0, top + 10.0));
+    s.push_str("</svg>");
+    s
+}
+
+/// A heat map: rows are epochs (time, downwards), columns address bins; colour is
+/// the log of memory accesses.
+pub fn heat_map(title: &str, rows: &[Vec<u64>]) -> String {
+    let (w, left, top) = (760.0, 60.0, 30.0);
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(1).max(1);
+    let cell_w = (w - left - 20.0) / cols as f64;
+    let cell_h = (220.0 / rows.len().max(1) as f64).clamp(3.0, 24.0);
+    let h = top + cell_h * rows.len() as f64 + 40.0;
+    let max = rows.iter().flatten().copied().max().unwrap_or(1).max(1) as f64;
+    let mut s = format!(
+        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h:.0}" role="img" aria-label="{}">"#,
+        esc(title)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="18" font-size="13" font-weight="bold">{}</text>"#,
+        esc(title)
+    );
+    for (ri, row) in rows.iter().enumerate() {
+        for (ci, &v) in row.iter().enumerate() {
+            if v == 0 {
+                continue;
+            }
+            let t = ((v as f64).ln_1p() / max.ln_1p()).clamp(0.0, 1.0);
+            // white → dark red
+            let r = 255.0 - 90.0 * t;
+            let g = 255.0 - 235.0 * t;
+            let b = 255.0 - 235.0 * t;
+            let _ = write!(
+                s,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.2}" height="{:.2}" fill="rgb({:.0},{:.0},{:.0})"><title>epoch {}, bin {}: {}</title></rect>"#,
+                left + ci as f64 * cell_w,
+                top + ri as f64 * cell_h,
+                cell_w + 0.3,
+                cell_h + 0.3,
+                r,
+                g,
+                b,
+                ri + 1,
+                ci,
+                v
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{:.0}" font-size="11" text-anchor="middle">address (pages in mapping order) →</text><text x="14" y="{:.0}" font-size="11" transform="rotate(-90 14 {:.0})" text-anchor="middle">time (epochs) →</text>"#,
+        left + (w - left) / 2.0,
+        h - 12.0,
+        top + 60.0,
+        top + 60.0
+    );
+    s.push_str("</svg>");
+    s
+}
+
+fn fmt(v: f64, digits: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.digits$}")
+    } else {
+        "–".into()
+    }
+}
+
+/// A claims table from a policy page: (page, header cells, rows of cells).
+type ClaimsTable = (&'static str, Vec<String>, Vec<Vec<String>>);
+
+/// Claims tables found in the policy pages.
+fn claims() -> Vec<ClaimsTable> {
+    let mut out = Vec::new();
+    for &(name, text) in pages::POLICY_PAGES {
+        let mut in_claims = false;
+        let mut header: Vec<String> = Vec::new();
+        let mut rows = Vec::new();
+        for line in text.lines() {
+            let t = line.trim();
+            if t.starts_with('#') {
+                in_claims = t.to_ascii_lowercase().contains("claim");
+                continue;
+            }
+            if !in_claims || !t.starts_with('|') {
+                continue;
+            }
+            let cells: Vec<String> = t
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect();
+            if cells
+                .iter()
+                .all(|c| c.chars().all(|ch| ch == '-' || ch == ':' || ch == ' '))
+            {
+                continue;
+            }
+            if header.is_empty() {
+                header = cells;
+            } else {
+                rows.push(cells);
+            }
+        }
+        if !rows.is_empty() {
+            out.push((name, header, rows));
+        }
+    }
+    out
+}
+
+fn claim_status(row: &[String], header: &[String]) -> &'static str {
+    let col = header.iter().position(|h| {
+        let h = h.to_ascii_lowercase();
+        h.contains("reproduc") || h.contains("status") || h.contains("verdict")
+    });
+    let cell = col
+        .and_then(|c| row.get(c))
+        .map(|c| c.to_ascii_lowercase())
+        .unwrap_or_default();
+    let cell = cell.trim_start_matches(['*', '_', ' ']);
+    if cell.starts_with("yes") || cell.starts_with("reproduced") {
+        "reproduced"
+    } else if cell.starts_with("partly") || cell.starts_with("partial") {
+        "partly"
+    } else if cell.starts_with("no") || cell.starts_with("not") {
+        "not reproduced"
+    } else {
+        "pending"
+    }
+}
+
+/// Render the whole report.
+pub fn render(
+    title: &str,
+    spec: &MatrixSpec,
+    records: &[RunRecord],
+    rows: &[ResultRow],
+    board: &[Standing],
+) -> String {
+    let colors = Colors::new(records.iter().map(|r| r.policy.clone()));
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>tierkit compare: {}</title>
+<style>
+body {{ font-family: sans-serif; margin: 24px; color: #222; max-width: 1100px; }}
+table {{ border-collapse: collapse; font-size: 12px; margin: 8px 0 16px; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 6px; text-align: right; }}
+th {{ background: #f3f3f3; }} td.l, th.l {{ text-align: left; }}
+section {{ margin-bottom: 28px; }} .note {{ color: #555; font-size: 12px; }}
+svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
+</style></head><body>
+<h1>tierkit compare: {}</h1>
+"#,
+        esc(title),
+        esc(title)
+    );
+    let scales: Vec<String> = {
+        let mut v: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{}", r.policy_time_scale))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let _ = writeln!(
+        h,
+        r#"<p class="note">{} runs over workloads × machines ({}) × fast:slow ratios ({}); seed {}. Slowdown is simulated runtime over <code>all-fast</code> on the same workload and machine; the oracle is the clairvoyant per-epoch placement. Policy time scale: {} (1 = the papers' time constants; k &gt; 1 = every policy period and threshold divided by k to fit short runs).</p>"#,
+        records.len(),
+        esc(&spec.machines.join(", ")),
+        esc(&spec.ratios.join(", ")),
+        spec.seed.unwrap_or(crate::run_config::DEFAULT_SEED),
+        esc(&scales.join(", "))
+    );
+
+    // 1. Leaderboard
+    h.push_str("<section id=\"leaderboard\"><h2>Leaderboard</h2>\n");
+    let cats: Vec<String> = board.iter().map(|b| b.policy.clone()).collect();
+    let series: Vec<(String, Vec<f64>)> = board
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut v = vec![f64::NAN; board.len()];
+            v[i] = b.geomean_slowdown;
+            (b.policy.clone(), v)
+        })
+        .collect();
+    h.push_str(&bar_chart(
+        "Geometric-mean slowdown against all-fast (lower is better)",
+        &cats,
+        &series,
+        "slowdown ×",
+        &colors,
+    ));
+    h.push_str("<table><tr><th>rank</th><th class=\"l\">policy</th><th>geomean slowdown</th><th>mean fast access ratio</th><th>mean F1</th><th>migrated MiB</th><th>tiering CPU s</th><th>cells</th></tr>\n");
+    for (i, b) in board.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"l\">{}</td><td>{}×</td><td>{}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            esc(&b.policy),
+            fmt(b.geomean_slowdown, 3),
+            fmt(b.mean_fast_access_ratio * 100.0, 1),
+            fmt(b.mean_f1, 2),
+            fmt(b.migrated_bytes as f64 / (1u64 << 20) as f64, 1),
+            fmt(b.tiering_cpu_seconds, 3),
+            b.cells
+        );
+    }
+    h.push_str("</table></section>\n");
+
+    // Cells in order of first appearance.
+    let mut cells: Vec<(String, String, String)> = Vec::new();
+    for r in records {
+        let c = (r.workload.clone(), r.machine.clone(), r.ratio.clone());
+        if !cells.contains(&c) {
+            cells.push(c);
+        }
+    }
+    let mut workloads: Vec<String> = Vec::new();
+    for (w, _, _) in &cells {
+        if !workloads.contains(w) {
+            workloads.push(w.clone());
+        }
+    }
+    let policies_in = |w: &str, m: &str, r: &str| -> Vec<&RunRecord> {
+        records
+            .iter()
+            .filter(|x| {
+                x.workload == w && x.machine == m && (x.ratio == r || x.policy == "all-fast")
+            })
+            .collect()
+    };
+
+    // 2. Slowdown per workload
+    h.push_str("<section id=\"slowdown\"><h2>Slowdown per workload</h2>\n");
+    for w in &workloads {
+        let wcells: Vec<&(String, String, String)> = cells.iter().filter(|c| &c.0 == w).collect();
+        let cats: Vec<String> = wcells.iter().map(|c| format!("{} {}", c.1, c.2)).collect();
+        let mut names: Vec<String> = rows
+            .iter()
+            .filter(|r| &r.workload == w)
+            .map(|r| r.policy.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        let series: Vec<(String, Vec<f64>)> = names
+            .iter()
+            .map(|p| {
+                let v = wcells
+                    .iter()
+                    .map(|c| {
+                        rows.iter()
+                            .find(|r| {
+                                r.workload == c.0
+                                    && r.machine == c.1
+                                    && (r.ratio == c.2 || p == "all-fast")
+                                    && &r.policy == p
+                            })
+                            .map_or(f64::NAN, |r| r.slowdown)
+                    })
+                    .collect();
+                (p.clone(), v)
+            })
+            .collect();
+        h.push_str(&bar_chart(
+            &format!("{w}: slowdown against all-fast"),
+            &cats,
+            &series,
+            "slowdown ×",
+            &colors,
+        ));
+    }
+    h.push_str("</section>\n");
+
+    // 3. Fast access ratio over time, 4. migration traffic over time
+    for (id, heading, pick, ylabel, ymax) in [
+        (
+            "far",
+            "Fast access ratio over time",
+            0usize,
+            "fast access ratio",
+            Some(1.0),
+        ),
+        (
+            "migration",
+            "Migration traffic over time",
+            1usize,
+            "MiB migrated per interval",
+            None,
+        ),
+    ] {
+        let _ = writeln!(h, "<section id=\"{id}\"><h2>{heading}</h2>");
+        for (w, m, r) in &cells {
+            let series: Vec<(String, Vec<(f64, f64)>)> = policies_in(w, m, r)
+                .iter()
+                .map(|x| {
+                    let pts = x
+                        .series
+                        .iter()
+                        .map(|row| {
+                            let y = if pick == 0 {
+                                row.fast_access_ratio
+                            } else {
+                                row.migrated_bytes as f64 / (1u64 << 20) as f64
+                            };
+                            (row.time_s, y)
+                        })
+                        .collect();
+                    (x.policy.clone(), pts)
+                })
+                .collect();
+            h.push_str(&line_chart(
+                &format!("{w} on {m} at {r}"),
+                &series,
+                "simulated time (s)",
+                ylabel,
+                ymax,
+                &colors,
+            ));
+        }
+        h.push_str("</section>\n");
+    }
+
+    // 5. Heat maps
+    h.push_str("<section id=\"heatmap\"><h2>Page hotness (memory accesses by address and time)</h2>\n<p class=\"note\">From each workload's <code>all-fast</code> run: what the program touches, independent of placement.</p>\n");
+    for w in &workloads {
+        if let Some(x) = records
+            .iter()
+            .find(|x| &x.workload == w && x.policy == "all-fast")
+            .or_else(|| records.iter().find(|x| &x.workload == w))
+        {
+            h.push_str(&heat_map(
+                &format!("{w}: accesses per address bin per epoch"),
+                &x.placement.heat,
+            ));
+        }
+    }
+    h.push_str("</section>\n");
+
+    // 6. Placement quality
+    h.push_str(
+        "<section id=\"placement\"><h2>Placement quality against each epoch's hot set</h2>\n",
+    );
+    for (w, m, r) in &cells {
+        let series: Vec<(String, Vec<(f64, f64)>)> = policies_in(w, m, r)
+            .iter()
+            .filter(|x| x.policy != "all-fast")
+            .map(|x| {
+                (
+                    x.policy.clone(),
+                    x.placement
+                        .epochs
+                        .iter()
+                        .map(|e| (e.time_s, e.f1))
+                        .collect(),
+                )
+            })
+            .collect();
+        h.push_str(&line_chart(
+            &format!("{w} on {m} at {r}: F1 of fast-tier contents"),
+            &series,
+            "simulated time (s)",
+            "F1",
+            Some(1.0),
+            &colors,
+        ));
+    }
+    h.push_str("</section>\n");
+
+    // 7. Claims
+    h.push_str(
+        "<section id=\"claims\"><h2>The papers' claims, as the policy pages record them</h2>\n",
+    );
+    let claims = claims();
+    let statuses = ["reproduced", "partly", "not reproduced", "pending"];
+    let cats: Vec<String> = claims.iter().map(|(n, _, _)| n.to_string()).collect();
+    let series: Vec<(String, Vec<f64>)> = statuses
+        .iter()
+        .map(|st| {
+            (
+                st.to_string(),
+                claims
+                    .iter()
+                    .map(|(_, hd, rows)| {
+                        rows.iter().filter(|r| claim_status(r, hd) == *st).count() as f64
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let status_colors = Colors(
+        statuses
+            .iter()
+            .zip(["#2ca02c", "#bcbd22", "#d62728", "#7f7f7f"])
+            .map(|(s, c)| (s.to_string(), c))
+            .collect(),
+    );
+    h.push_str(&bar_chart(
+        "Claims per policy page by status",
+        &cats,
+        &series,
+        "claims",
+        &status_colors,
+    ));
+    if claims.is_empty() {
+        h.push_str("<p class=\"note\">No policy page records a claims table yet.</p>\n");
+    }
+    for (name, header, rows) in &claims {
+        let _ = writeln!(
+            h,
+            "<h3>{}</h3><table><tr>{}</tr>",
+            esc(name),
+            header
+                .iter()
+                .map(|c| format!("<th class=\"l\">{}</th>", esc(c)))
+                .collect::<String>()
+        );
+        for r in rows {
+            let _ = writeln!(
+                h,
+                "<tr>{}</tr>",
+                r.iter()
+                    .map(|c| format!("<td class=\"l\">{}</td>", esc(c)))
+                    .collect::<String>()
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</section>\n");
+
+    // 8. All runs
+    h.push_str("<section id=\"runs\"><h2>Every run</h2>\n");
+    let cats: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {}", r.workload, r.policy))
+        .collect();
+    let series = vec![(
+        "fast access ratio".to_string(),
+        rows.iter()
+            .map(|r| r.fast_access_ratio)
+            .collect::<Vec<f64>>(),
+    )];
+    let one = Colors(
+        [("fast access ratio".to_string(), "#1f77b4")]
+            .into_iter()
+            .collect(),
+    );
+    if rows.len() <= 60 {
+        h.push_str(&bar_chart(
+            "Fast access ratio of every run",
+            &cats,
+            &series,
+            "ratio",
+            &one,
+        ));
+    } else {
+        h.push_str(&bar_chart(
+            "Fast access ratio of the first 60 runs",
+            &cats[..60],
+            &[(series[0].0.clone(), series[0].1[..60].to_vec())],
+            "ratio",
+            &one,
+        ));
+    }
+    h.push_str("<table><tr><th class=\"l\">workload</th><th class=\"l\">machine</th><th class=\"l\">ratio</th><th class=\"l\">policy</th><th>sim s</th><th>slowdown</th><th>fast acc.</th><th>gap to oracle</th><th>F1</th><th>promoted</th><th>demoted</th><th>migr. share</th><th>ping-pong</th><th>tier CPU s</th><th>metadata KiB</th><th>fast saving</th></tr>\n");
+    for r in rows {
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td>{}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.workload),
+            esc(&r.machine),
+            esc(&r.ratio),
+            esc(&r.policy),
+            if r.reference { " (ref)" } else { "" },
+            fmt(r.sim_seconds, 3),
+            fmt(r.slowdown, 3),
+            fmt(r.fast_access_ratio * 100.0, 1),
+            fmt(r.oracle_far_gap, 3),
+            fmt(r.f1, 2),
+            r.promoted_pages,
+            r.demoted_pages,
+            fmt(r.migration_traffic_share * 100.0, 2),
+            r.pingpong_pages,
+            fmt(r.tiering_cpu_seconds, 3),
+            r.policy_metadata_bytes / 1024,
+            fmt(r.fast_saving_vs_first_touch, 3)
+        );
+    }
+    h.push_str("</table></section>\n</body></html>\n");
+    h
+}

@@ -1,0 +1,254 @@
+//! Built-in suites: named comparison matrices, written in the same TOML form a user
+//! gives with `tierkit compare --config FILE`.
+//!
+//! A suite names workloads and policies that may not all be registered yet (the
+//! policies and workloads of later issues); unregistered names are skipped with a
+//! notice, so a suite runs with whatever is there.
+
+/// A built-in suite: its name, what it is for, and its matrix as TOML.
+pub struct Suite {
+    /// Name for `--suite`.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// The matrix (see [`super::MatrixSpec`]).
+    pub toml: &'static str,
+}
+
+/// Every built-in suite.
+pub const SUITES: &[Suite] = &[
+    Suite {
+        name: "quick",
+        description: "seconds: three small starter workloads at 1:8 on cxl, every registered policy",
+        toml: r#"
+policies = ["*"]
+ratios = ["1:8"]
+machines = ["cxl"]
+# Small footprints: turn the 32 MiB LLC down so it does not hold the hot sets whole,
+# and run policy time 10x faster so their periods play out within the short runs.
+set = ["machine.llc_size_mib=2", "sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "gups"
+set = ["workload.footprint_mib=256", "workload.nr_updates=6000000"]
+
+[[workloads]]
+name = "zipf-kv"
+set = ["workload.scale=0.0625"]
+
+[[workloads]]
+name = "pmbench"
+set = ["workload.footprint_mib=256", "workload.nr_accesses=12000000"]
+"#,
+    },
+    Suite {
+        name: "default",
+        description: "a few minutes: the main workloads of each paper at 1:8 on cxl, every registered policy",
+        toml: r#"
+policies = ["*"]
+ratios = ["1:8"]
+machines = ["cxl"]
+set = ["machine.llc_size_mib=8", "sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "gups"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "pmbench"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "zipf-kv"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "graph-pr"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "graph-bfs"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "cachelib"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "xsbench"
+set = ["workload.scale=0.25"]
+
+[[workloads]]
+name = "btree"
+set = ["workload.scale=0.25"]
+"#,
+    },
+    Suite {
+        name: "chrono",
+        description: "Chrono (EuroSys'25): pmbench, the 50-process ladder, Graph500, YCSB at 25% fast on optane",
+        toml: r#"
+policies = ["chrono", "chrono-semiauto", "autonuma", "linux-tiering", "tpp", "autotiering", "multiclock", "memtis"]
+ratios = ["1:3"]
+machines = ["optane"]
+set = ["sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "pmbench"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "pmbench-ladder"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-bfs"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"a\""]
+"#,
+    },
+    Suite {
+        name: "memtis",
+        description: "MEMTIS (SOSP'23): graph, XSBench, Btree, Silo-like YCSB-C, liblinear at 1:2, 1:8, 1:16 on optane and cxl, THP always",
+        toml: r#"
+policies = ["memtis", "hemem", "tpp", "autonuma", "autotiering", "linux-tiering"]
+ratios = ["1:2", "1:8", "1:16"]
+machines = ["optane", "cxl"]
+set = ["machine.thp=\"always\"", "sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "graph-pr"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "xsbench"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "btree"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"c\""]
+
+[[workloads]]
+name = "liblinear"
+set = ["workload.scale=0.5"]
+"#,
+    },
+    Suite {
+        name: "freqtier",
+        description: "FreqTier: CacheLib, GAP kernels, XGBoost at 1:32, 1:16, 1:8 on cxl and cxl-lowbw, tiering threads on the app's CPUs",
+        toml: r#"
+policies = ["freqtier", "autonuma", "tpp", "hemem", "linux-tiering"]
+ratios = ["1:32", "1:16", "1:8"]
+machines = ["cxl", "cxl-lowbw"]
+set = ["machine.tiering_cpus=\"shared\"", "sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "cachelib"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-bfs"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-pr"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-cc"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-bc"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "xgboost"
+set = ["workload.scale=0.5"]
+"#,
+    },
+    Suite {
+        name: "multiclock",
+        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP kernels on optane, against static tiering, Nimble and AutoTiering",
+        toml: r#"
+policies = ["multiclock", "nimble", "first-touch", "autotiering", "autotiering-cpm"]
+ratios = ["1:3"]
+machines = ["optane"]
+set = ["sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"a\""]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"b\""]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"c\""]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"d\""]
+
+[[workloads]]
+name = "ycsb"
+set = ["workload.scale=0.5", "workload.mix=\"f\""]
+
+[[workloads]]
+name = "graph-bfs"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-pr"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-cc"
+set = ["workload.scale=0.5"]
+"#,
+    },
+    Suite {
+        name: "pet",
+        description: "PET (EuroSys'25): working set that fits, 1.5x oversubscribed mix, hot-set shift, on optane",
+        toml: r#"
+policies = ["pet", "linux-tiering", "tpp", "autotiering", "damon-tiering", "memtis", "mglru-pd", "thermostat"]
+ratios = ["2:1", "1:2"]
+machines = ["optane"]
+set = ["sim.policy_time_scale=10"]
+
+[[workloads]]
+name = "mix"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "hot-shift"
+set = ["workload.scale=0.5"]
+
+[[workloads]]
+name = "graph-bfs"
+set = ["workload.scale=0.5"]
+"#,
+    },
+];
+
+/// The suite called `name`.
+pub fn find(name: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name)
+}
+
+/// All suite names.
+pub fn names() -> Vec<&'static str> {
+    SUITES.iter().map(|s| s.name).collect()
+}

@@ -1,0 +1,211 @@
+//! `tierkit compare` end to end: a tiny matrix runs, results do not depend on
+//! `--jobs`, a rerun reuses finished runs, and the report is a valid page that a real
+//! browser renders without console errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tierkit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tierkit"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "tierkit-compare-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+const TINY: &str = r#"
+policies = ["first-touch", "autonuma"]
+ratios = ["1:8", "1:4"]
+machines = ["cxl"]
+seed = 3
+set = ["machine.llc_size_mib=1", "sim.policy_time_scale=20", "sim.interval_ms=5", "sim.epoch_ms=20"]
+
+[[workloads]]
+name = "gups"
+set = ["workload.footprint_mib=32", "workload.nr_updates=400000"]
+
+[[workloads]]
+name = "pmbench"
+set = ["workload.footprint_mib=32", "workload.nr_accesses=600000"]
+"#;
+
+fn compare(dir: &Path, cfg: &Path, jobs: &str) -> Output {
+    let out = tierkit()
+        .args(["compare", "--config"])
+        .arg(cfg)
+        .args(["--jobs", jobs, "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "compare failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
+    let base = scratch("tiny");
+    std::fs::create_dir_all(&base).unwrap();
+    let cfg = base.join("tiny.toml");
+    std::fs::write(&cfg, TINY).unwrap();
+    let (one, two) = (base.join("j1"), base.join("j2"));
+    let first = compare(&one, &cfg, "1");
+    compare(&two, &cfg, "2");
+    let csv1 = std::fs::read_to_string(one.join("results.csv")).unwrap();
+    let csv2 = std::fs::read_to_string(two.join("results.csv")).unwrap();
+    assert_eq!(csv1, csv2, "results depend on --jobs");
+    // 2 workloads × (all-fast + 2 ratios × (first-touch, autonuma, oracle)) = 14 runs.
+    assert_eq!(csv1.lines().count(), 1 + 14, "{csv1}");
+    let header = csv1.lines().next().unwrap();
+    for col in [
+        "slowdown",
+        "oracle_far_gap",
+        "precision",
+        "recall",
+        "f1",
+        "migration_traffic_share",
+        "pingpong_pages",
+        "fast_saving_vs_first_touch",
+        "policy_metadata_bytes",
+    ] {
+        assert!(
+            header.split(',').any(|c| c == col),
+            "results.csv lacks {col}"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        stdout.contains("rank") && stdout.contains("autonuma") && stdout.contains("report.html"),
+        "{stdout}"
+    );
+    // all-fast is the slowdown reference: exactly 1.
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(one.join("results.json")).unwrap()).unwrap();
+    for r in results.as_array().unwrap() {
+        if r["policy"] == "all-fast" {
+            assert_eq!(r["slowdown"], 1.0);
+        }
+        assert!(r["sim_seconds"].as_f64().unwrap() > 0.0);
+    }
+    // A rerun into the same directory reuses every run and writes the same results.
+    let again = compare(&one, &cfg, "2");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("reused 14 of 14"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(one.join("results.csv")).unwrap(),
+        csv1
+    );
+    // A changed setting reruns only what it changes (here: everything, via the seed).
+    let changed = tierkit()
+        .args(["compare", "--config"])
+        .arg(&cfg)
+        .args(["--seed", "4", "--out"])
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(changed.status.success());
+    assert!(!String::from_utf8_lossy(&changed.stderr).contains("reused"));
+    check_report(&one.join("report.html"));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+fn check_report(path: &Path) {
+    let html = std::fs::read_to_string(path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), html.matches("</svg>").count());
+    assert!(!html.contains("<script"));
+    // Every section holds at least one chart.
+    let sections: Vec<&str> = html.split("<section").skip(1).collect();
+    assert!(sections.len() >= 7, "{} sections", sections.len());
+    for s in &sections {
+        let id = s.split('"').nth(1).unwrap_or("?");
+        assert!(s.contains("<svg"), "section {id} has no chart");
+    }
+    // Nothing is fetched: no external resources.
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    render_in_chromium(path);
+}
+
+fn render_in_chromium(path: &Path) {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    else {
+        eprintln!("NOTICE: chromium not installed; the report was not rendered in a browser (CI installs it)");
+        return;
+    };
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let profile = scratch("chromium-profile");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1200,4000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", path.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {err}");
+    let console: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(console.is_empty(), "console errors: {console:?}");
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 10_000,
+        "screenshot {} is {size} bytes",
+        shot.display()
+    );
+    eprintln!("report screenshot: {}", shot.display());
+    let _ = std::fs::remove_dir_all(&profile);
+}
+
+#[test]
+fn invalid_matrices_are_refused_before_any_run() {
+    let dir = scratch("invalid");
+    for (args, msg) in [
+        (vec!["--policies", "nope"], "unknown policy `nope`"),
+        (vec!["--workloads", "nope"], "unknown workload `nope`"),
+        (vec!["--machine", "nope"], "unknown machine `nope`"),
+        (vec!["--ratios", "0:4"], "fast-tier size"),
+        (vec!["--suite", "nope"], "unknown suite `nope`"),
+    ] {
+        let out = tierkit()
+            .arg("compare")
+            .args(&args)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(!dir.join("runs").exists(), "{args:?} started runs");
+    }
+}

@@ -1,0 +1,645 @@
+//! `linux-tiering`: Linux NUMA balancing in memory-tiering mode (`numa_balancing=2`,
+//! v6.1+), the kernel's own tiering that Chrono, PET, MEMTIS and FreqTier compare
+//! against.
+//!
+//! - **Scan** ([`crate::numa_scan`]): the NUMA-balancing scanner arms only pages
+//!   outside the fast tier (`change_pte_range` skips top-tier pages in this mode) and
+//!   records the scan time in the page (`folio_xchg_access_time`).
+//! - **Promote** (`should_numa_migrate_memory`, kernel/sched/fair.c): on a hinting
+//!   fault on a slow-tier page, the hint-fault latency = fault time − scan time is
+//!   compared with the hot threshold; a page under it is a promotion *candidate*, and
+//!   candidates pass the per-second rate limit (`numa_promotion_rate_limit`). Every
+//!   `numa_balancing_scan_period_max` the threshold moves one step toward the rate
+//!   limit (`numa_promotion_adjust_threshold`). When the fast tier has plenty of free
+//!   memory every faulting page is promoted and the threshold resets
+//!   (`pgdat_free_space_enough`). Promotion is synchronous in the fault.
+//! - **Make room** (`numamigrate_isolate_folio`, mm/migrate.c): a promotion that would
+//!   take the fast tier below `high + its size` fails and wakes kswapd.
+//! - **Demote** ([`crate::lru`]): kswapd, woken by that failure or by an allocation
+//!   that left the fast tier below its low watermark, demotes from the fast tier's
+//!   inactive LRU until free pages reach the promotion watermark `WMARK_PROMO`
+//!   (`pgdat_balanced` in tiering mode).
+//!
+//! The pure decision logic is [`PromotionThrottle`]. Parameters, kernel sources and
+//! decisions: `docs/policies/linux-tiering.md`.
+
+use crate::lru::{migrate_balanced, promo_watermark, Kswapd, KswapdConfig, Lru, Victim};
+use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
+use serde::{Deserialize, Serialize};
+use tierkit_core::*;
+
+/// `NUMA_MIGRATION_ADJUST_STEPS`: the threshold moves by `2 · default / 16` per step.
+const NUMA_MIGRATION_ADJUST_STEPS: u64 = 16;
+
+/// `linux-tiering` parameters: the kernel's sysctls, in the kernel's units.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LinuxTieringConfig {
+    /// The NUMA-balancing scanner (`kernel.numa_balancing_scan_*`); its
+    /// `scan_period_max_ms` is also the threshold-adjustment period, as in the kernel.
+    pub scan: NumaScanConfig,
+    /// Hot threshold on the hint-fault latency, ms (debugfs
+    /// `sched/numa_balancing/hot_threshold_ms`, default 1000; range ≥ 1). A slow-tier
+    /// page whose fault comes less than this long after its scan is a candidate.
+    pub hot_threshold_ms: u64,
+    /// Promotion rate limit, MB/s (`kernel.numa_balancing_promote_rate_limit_MBps`,
+    /// default 65536 = 64 GiB/s, i.e. effectively unlimited; range ≥ 0, 0 blocks every
+    /// promotion outside the free-space bypass). Counted in candidate pages per 1 s
+    /// window.
+    pub promote_rate_limit_mbps: u64,
+    /// Also wake kswapd when an allocation leaves the fast tier below its low
+    /// watermark (default false). Upstream does not: a first-touch allocation that
+    /// finds the fast node below `low` falls back to the slow node in
+    /// `get_page_from_freelist` without waking the fast node's kswapd, so in mode 2
+    /// only failed promotions start demotion. `true` gives the textbook "kswapd
+    /// wakes at the low watermark" behaviour.
+    pub wake_kswapd_on_low_watermark: bool,
+    /// Pacing of the kswapd-like demotion thread (not a kernel parameter).
+    pub kswapd: KswapdConfig,
+}
+
+impl Default for LinuxTieringConfig {
+    fn default() -> Self {
+        LinuxTieringConfig {
+            scan: NumaScanConfig::default(),
+            hot_threshold_ms: 1000,
+            promote_rate_limit_mbps: 65_536,
+            wake_kswapd_on_low_watermark: false,
+            kswapd: KswapdConfig::default(),
+        }
+    }
+}
+
+impl LinuxTieringConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        self.scan
+            .validate()
+            .map_err(|e| format!("policy.scan: {e}"))?;
+        if self.hot_threshold_ms == 0 {
+            return Err("policy.hot_threshold_ms must be at least 1 (ms)".into());
+        }
+        if self.promote_rate_limit_mbps > u32::MAX as u64 {
+            return Err(format!(
+                "policy.promote_rate_limit_mbps must be in [0, {}], got {}",
+                u32::MAX,
+                self.promote_rate_limit_mbps
+            ));
+        }
+        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+    }
+}
+
+/// What [`PromotionThrottle::decide`] says about a slow-tier hinting fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Candidate within the rate limit: promote.
+    Promote,
+    /// Latency at or above the threshold: not a candidate.
+    Cold,
+    /// Candidate, but this window's rate limit is used up.
+    RateLimited,
+}
+
+/// The fast node's promotion state (`pgdat->nbp_*` and `PGPROMOTE_CANDIDATE`) and the
+/// kernel's hot-page selection on it, without the machine: threshold, candidate
+/// counting, the 1 s rate-limit window and the periodic threshold adjustment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromotionThrottle {
+    /// `sysctl_numa_balancing_hot_threshold`, ms.
+    default_threshold_ms: u64,
+    /// Rate limit in pages per second (`MBps << (20 - PAGE_SHIFT)`).
+    rate_limit_pages: u64,
+    /// `nbp_threshold`: the adjusted threshold, ms; 0 = the default.
+    threshold_ms: u64,
+    /// `nbp_th_start`, ms.
+    th_start_ms: u64,
+    /// `nbp_th_nr_cand`: candidates counted at the last adjustment.
+    th_nr_cand: u64,
+    /// `nbp_rl_start`, ms: start of the current rate-limit window.
+    rl_start_ms: u64,
+    /// `nbp_rl_nr_cand`: candidates counted at the window start.
+    rl_nr_cand: u64,
+    /// `PGPROMOTE_CANDIDATE`, pages.
+    nr_cand: u64,
+}
+
+impl PromotionThrottle {
+    /// State at boot: default threshold, windows starting at time 0.
+    pub fn new(hot_threshold_ms: u64, rate_limit_mbps: u64) -> PromotionThrottle {
+        PromotionThrottle {
+            default_threshold_ms: hot_threshold_ms,
+            rate_limit_pages: rate_limit_mbps << (20 - PAGE_SHIFT),
+            threshold_ms: 0,
+            th_start_ms: 0,
+            th_nr_cand: 0,
+            rl_start_ms: 0,
+            rl_nr_cand: 0,
+            nr_cand: 0,
+        }
+    }
+
+    /// The threshold in force, ms.
+    pub fn threshold_ms(&self) -> u64 {
+        if self.threshold_ms == 0 {
+            self.default_threshold_ms
+        } else {
+            self.threshold_ms
+        }
+    }
+
+    /// Candidate pages counted so far (`pgpromote_candidate`).
+    pub fn nr_candidates(&self) -> u64 {
+        self.nr_cand
+    }
+
+    /// The rate limit, pages per second.
+    pub fn rate_limit_pages(&self) -> u64 {
+        self.rate_limit_pages
+    }
+
+    /// The fast tier has plenty of free memory: the workload changed, forget the
+    /// adjusted threshold (`pgdat_free_space_enough` path).
+    pub fn reset_threshold(&mut self) {
+        self.threshold_ms = 0;
+    }
+
+    /// `numa_promotion_adjust_threshold`: once more than `period_ms` has passed since
+    /// the last adjustment, compare the candidates of the period with what the rate
+    /// limit allows over it; more than 110% → threshold down one step, less than 90%
+    /// → up one step. Step = `2 · default / 16`; range `[step, 2 · default]`.
+    /// Returns true if an adjustment period ended now.
+    pub fn adjust_threshold(&mut self, now_ms: u64, period_ms: u64) -> bool {
+        if now_ms.saturating_sub(self.th_start_ms) <= period_ms {
+            return false;
+        }
+        self.th_start_ms = now_ms;
+        let ref_cand = self.rate_limit_pages * period_ms / 1000;
+        let diff_cand = self.nr_cand - self.th_nr_cand;
+        let unit_th = self.default_threshold_ms * 2 / NUMA_MIGRATION_ADJUST_STEPS;
+        let mut th = self.threshold_ms();
+        if diff_cand > ref_cand * 11 / 10 {
+            th = th.saturating_sub(unit_th).max(unit_th);
+        } else if diff_cand < ref_cand * 9 / 10 {
+            th = (th + unit_th).min(self.default_threshold_ms * 2);
+        }
+        self.th_nr_cand = self.nr_cand;
+        self.threshold_ms = th;
+        true
+    }
+
+    /// `numa_promotion_rate_limit`: count `nr_pages` candidates; a window opens at the
+    /// first candidate more than 1 s after the last window opened; true if this
+    /// window has already let `rate_limit_pages` candidates through.
+    pub fn rate_limited(&mut self, now_ms: u64, nr_pages: u64) -> bool {
+        self.nr_cand += nr_pages;
+        if now_ms.saturating_sub(self.rl_start_ms) > 1000 {
+            self.rl_start_ms = now_ms;
+            self.rl_nr_cand = self.nr_cand;
+        }
+        self.nr_cand - self.rl_nr_cand >= self.rate_limit_pages
+    }
+
+    /// The tiering branch of `should_numa_migrate_memory` (after the free-space
+    /// bypass): adjust the threshold if a period ended, then judge a fault of
+    /// hint-fault latency `latency_ms` on a unit of `nr_pages`.
+    pub fn decide(
+        &mut self,
+        now_ms: u64,
+        latency_ms: u64,
+        nr_pages: u64,
+        period_ms: u64,
+    ) -> Verdict {
+        self.adjust_threshold(now_ms, period_ms);
+        if latency_ms >= self.threshold_ms() {
+            Verdict::Cold
+        } else if self.rate_limited(now_ms, nr_pages) {
+            Verdict::RateLimited
+        } else {
+            Verdict::Promote
+        }
+    }
+}
+
+/// `pgdat_free_space_enough`: the fast tier has more than `WMARK_PROMO` plus
+/// max(1 GiB, 1/16 of the tier) free.
+pub fn free_space_enough(free: u64, capacity: u64, wm: Watermarks) -> bool {
+    let enough = (GIB / PAGE_SIZE).max(capacity >> 4);
+    free > promo_watermark(wm) + enough
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Stats {
+    promoted_pages: u64,
+    cold_faults: u64,
+    rate_limited_pages: u64,
+    free_space_promotions: u64,
+    /// Promotions refused by `migrate_balanced_pgdat` (each woke kswapd).
+    watermark_failed_pages: u64,
+    /// Promotions the mover refused.
+    migrate_failed_pages: u64,
+}
+
+/// The policy.
+pub struct LinuxTiering {
+    cfg: LinuxTieringConfig,
+    scanner: NumaScanner,
+    throttle: PromotionThrottle,
+    lru: Lru,
+    kswapd: Kswapd,
+    demoted: Vec<Victim>,
+    stats: Stats,
+}
+
+impl LinuxTiering {
+    /// A policy with the given parameters.
+    pub fn new(cfg: LinuxTieringConfig) -> LinuxTiering {
+        LinuxTiering {
+            scanner: NumaScanner::new(cfg.scan.clone()),
+            throttle: PromotionThrottle::new(cfg.hot_threshold_ms, cfg.promote_rate_limit_mbps),
+            lru: Lru::new(2),
+            kswapd: Kswapd::new(cfg.kswapd.clone(), 2),
+            demoted: Vec::new(),
+            stats: Stats::default(),
+            cfg,
+        }
+    }
+
+    fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) {
+        let pages = if f.huge { SUBPAGES_PER_HUGE } else { 1 };
+        if f.tier.is_fast() {
+            self.scanner.record_fault(f.pid, pages, true);
+            return;
+        }
+        let fast = TierId::FAST;
+        let now = mech.now();
+        let wm = mech.watermarks(fast);
+        let promote =
+            if free_space_enough(mech.free_pages(fast), mech.tiers()[0].capacity_pages, wm) {
+                self.throttle.reset_threshold();
+                self.stats.free_space_promotions += pages;
+                true
+            } else {
+                let latency_ms = now.saturating_sub(f.armed_at) / NS_PER_MS;
+                let verdict = self.throttle.decide(
+                    now / NS_PER_MS,
+                    latency_ms,
+                    pages,
+                    self.cfg.scan.scan_period_max_ms,
+                );
+                match verdict {
+                    Verdict::Promote => true,
+                    Verdict::Cold => {
+                        self.stats.cold_faults += 1;
+                        false
+                    }
+                    Verdict::RateLimited => {
+                        self.stats.rate_limited_pages += pages;
+                        false
+                    }
+                }
+            };
+        let mut local = false;
+        if promote {
+            local = self.promote(f, pages, wm, mech);
+            if !local {
+                self.scanner.record_failed(f.pid, pages);
+            }
+        }
+        self.scanner.record_fault(f.pid, pages, local);
+    }
+
+    /// `migrate_misplaced_folio`: promote synchronously if the fast tier stays above
+    /// `high + pages`; otherwise wake kswapd to make room and fail.
+    fn promote(
+        &mut self,
+        f: &HintFault,
+        pages: u64,
+        wm: Watermarks,
+        mech: &mut dyn Mechanisms,
+    ) -> bool {
+        let fast = TierId::FAST;
+        if !migrate_balanced(mech.free_pages(fast), wm, pages) {
+            self.stats.watermark_failed_pages += pages;
+            self.kswapd.wake(fast, mech);
+            return false;
+        }
+        match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
+            Ok(()) => {
+                let head = if f.huge { huge_head(f.vpn) } else { f.vpn };
+                self.lru.on_migrated(f.pid, head, fast, pages);
+                self.stats.promoted_pages += pages;
+                true
+            }
+            Err(_) => {
+                self.stats.migrate_failed_pages += pages;
+                false
+            }
+        }
+    }
+}
+
+impl Policy for LinuxTiering {
+    fn name(&self) -> &'static str {
+        "linux-tiering"
+    }
+
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            page_alloc_events: true,
+            ..Requirements::default()
+        }
+    }
+
+    fn init(&mut self, mech: &mut dyn Mechanisms) {
+        let nr_tiers = mech.tiers().len();
+        self.lru = Lru::new(nr_tiers);
+        self.kswapd = Kswapd::new(self.cfg.kswapd.clone(), nr_tiers);
+        self.scanner.start_all(mech);
+    }
+
+    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
+        match *event {
+            Event::HintFault(ref f) => self.on_hint_fault(f, mech),
+            Event::PageAlloc {
+                pid,
+                vpn,
+                tier,
+                huge,
+            } => self.lru.on_alloc(pid, vpn, tier, huge),
+            Event::Munmap {
+                pid,
+                start_vpn,
+                nr_pages,
+                ..
+            } => self.lru.remove_range(pid, start_vpn, nr_pages),
+            Event::LowWatermark { tier } => {
+                if self.cfg.wake_kswapd_on_low_watermark {
+                    self.kswapd.wake(tier, mech);
+                }
+            }
+            Event::Timer { id } => {
+                if let Some(tier) = self.kswapd.owns(id) {
+                    // pgdat_balanced in tiering mode: reclaim up to WMARK_PROMO.
+                    let target = promo_watermark(mech.watermarks(tier));
+                    self.kswapd
+                        .run(tier, target, &mut self.lru, mech, &mut self.demoted);
+                    self.demoted.clear();
+                } else if let Some(pid) = self.scanner.owns(id) {
+                    self.scanner.step(pid, mech, ArmFilter::NotFast);
+                }
+            }
+            Event::Mmap { .. } | Event::Sample(_) => {}
+        }
+    }
+
+    /// The LRU links and the scan time live in `struct page` (the `lru` list head and
+    /// the `last_cpupid` bits reused for the access time); the throttle is a few
+    /// words per node. Nothing is added per page: 0.
+    fn metadata_bytes(&self) -> u64 {
+        0
+    }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let k = self.kswapd.stats();
+        vec![
+            ("promoted_pages", self.stats.promoted_pages as f64),
+            (
+                "promote_candidate_pages",
+                self.throttle.nr_candidates() as f64,
+            ),
+            ("cold_faults", self.stats.cold_faults as f64),
+            ("rate_limited_pages", self.stats.rate_limited_pages as f64),
+            (
+                "free_space_promotion_pages",
+                self.stats.free_space_promotions as f64,
+            ),
+            (
+                "watermark_failed_pages",
+                self.stats.watermark_failed_pages as f64,
+            ),
+            (
+                "migrate_failed_pages",
+                self.stats.migrate_failed_pages as f64,
+            ),
+            ("hot_threshold_ms", self.throttle.threshold_ms() as f64),
+            ("kswapd_wakeups", k.nr_wakeups as f64),
+            ("kswapd_scanned", k.nr_scanned as f64),
+            ("kswapd_demoted_pages", k.nr_demoted_pages as f64),
+            ("scan_passes_pid0", self.scanner.passes(Pid(0)) as f64),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lru::test_scripts::*;
+    use tierkit_sim::testing::*;
+    use tierkit_sim::SimConfig;
+
+    // ----- pure logic: the kernel's formulas ------------------------------------------
+
+    #[test]
+    fn latency_below_threshold_is_a_candidate_and_at_or_above_is_not() {
+        let mut t = PromotionThrottle::new(1000, 65_536);
+        assert_eq!(t.decide(5_000, 200, 1, 60_000), Verdict::Promote);
+        assert_eq!(t.decide(5_000, 999, 1, 60_000), Verdict::Promote);
+        assert_eq!(t.decide(5_000, 1000, 1, 60_000), Verdict::Cold);
+        assert_eq!(t.decide(5_000, 2000, 1, 60_000), Verdict::Cold);
+        assert_eq!(
+            t.nr_candidates(),
+            2,
+            "only sub-threshold faults are candidates"
+        );
+    }
+
+    #[test]
+    fn rate_limit_lets_exactly_the_limit_through_per_window() {
+        // 1 MB/s = 256 pages/s.
+        let mut t = PromotionThrottle::new(1000, 1);
+        assert_eq!(t.rate_limit_pages(), 256);
+        let passed = (0..1000).filter(|_| !t.rate_limited(1500, 1)).count();
+        assert_eq!(passed, 256);
+        // Still the same window 1000 ms later (the kernel needs strictly more).
+        assert!(t.rate_limited(2500, 1));
+        // A new window opens at the first candidate more than 1 s on.
+        let passed = (0..1000).filter(|_| !t.rate_limited(2501, 1)).count();
+        assert_eq!(passed, 256);
+        // The candidate that opens a window always passes and is not charged to it:
+        // a 512-page huge page over a 256-page limit goes, and 255 pages after it.
+        assert!(!t.rate_limited(4000, 512));
+        let passed = (0..1000).filter(|_| !t.rate_limited(4001, 1)).count();
+        assert_eq!(passed, 255);
+    }
+
+    #[test]
+    fn threshold_steps_toward_the_rate_limit_every_period() {
+        // 1 MB/s over a 60 s period: ref_cand = 256 * 60 = 15360 pages.
+        let mut t = PromotionThrottle::new(1000, 1);
+        assert!(!t.adjust_threshold(60_000, 60_000), "period not over yet");
+        // Too many candidates (> 110%): down by 2*1000/16 = 125 ms.
+        t.nr_cand = 17_000;
+        assert!(t.adjust_threshold(60_001, 60_000));
+        assert_eq!(t.threshold_ms(), 875);
+        // Within ±10%: unchanged.
+        t.nr_cand += 15_360;
+        assert!(t.adjust_threshold(120_002, 60_000));
+        assert_eq!(t.threshold_ms(), 875);
+        // Too few (< 90%): up one step, capped at twice the default.
+        for i in 0..20 {
+            t.adjust_threshold(180_003 + i * 60_001, 60_000);
+        }
+        assert_eq!(t.threshold_ms(), 2000);
+        // Floor at one step.
+        for i in 0..40 {
+            t.nr_cand += 100_000;
+            t.adjust_threshold(10_000_000 + i * 60_001, 60_000);
+        }
+        assert_eq!(t.threshold_ms(), 125);
+        t.reset_threshold();
+        assert_eq!(t.threshold_ms(), 1000);
+    }
+
+    #[test]
+    fn free_space_bypass_needs_a_gibibyte_or_a_sixteenth() {
+        let wm = Watermarks {
+            min: 100,
+            low: 125,
+            high: 150,
+        };
+        let gib = GIB / PAGE_SIZE;
+        assert!(!free_space_enough(gib, 4 * gib, wm));
+        assert!(free_space_enough(gib + 176, 4 * gib, wm));
+        // 64 GiB tier: a sixteenth = 4 GiB.
+        assert!(!free_space_enough(3 * gib, 64 * gib, wm));
+        assert!(free_space_enough(4 * gib + 176, 64 * gib, wm));
+    }
+
+    // ----- simulator experiments ------------------------------------------------------
+
+    fn policy(cfg: LinuxTieringConfig) -> Box<dyn Policy> {
+        Box::new(LinuxTiering::new(cfg))
+    }
+
+    #[test]
+    fn promotes_a_200ms_fault_and_not_a_2000ms_one() {
+        // One scan at 1 s arms the slow tier; the next is 10 s later, so each target
+        // is faulted exactly once after that arming. kswapd wakes at the low
+        // watermark so the start-up phase demotes the targets to the slow tier.
+        let cfg = LinuxTieringConfig {
+            scan: NumaScanConfig {
+                scan_period_min_ms: 10_000,
+                adaptive_period: false,
+                ..NumaScanConfig::default()
+            },
+            wake_kswapd_on_low_watermark: true,
+            ..LinuxTieringConfig::default()
+        };
+        let mut s = DemotedTargets::new(16, 3);
+        s.idle_until(1_200 * NS_PER_MS);
+        s.read_target(0); // 200 ms after arming
+        s.idle_until(3_000 * NS_PER_MS);
+        s.read_target(1); // 2000 ms after arming
+        s.idle_until(3_100 * NS_PER_MS);
+        let (out, m) = run(&s.machine(), &SimConfig::default(), policy(cfg), s.script());
+        assert_eq!(
+            s.tier_of(&m, 2),
+            TierId(1),
+            "the untouched target was demoted"
+        );
+        assert_eq!(s.tier_of(&m, 0), TierId::FAST, "200 ms latency is promoted");
+        assert_eq!(s.tier_of(&m, 1), TierId(1), "2000 ms latency is not");
+        assert!(stat(&out, "cold_faults") >= 1.0);
+        assert!(stat(&out, "promoted_pages") >= 1.0);
+    }
+
+    #[test]
+    fn promotions_per_second_never_exceed_the_rate_limit() {
+        let limited = LinuxTieringConfig {
+            promote_rate_limit_mbps: 1, // 256 pages/s
+            ..LinuxTieringConfig::default()
+        };
+        let sweep = || SweepWorkload::new(16, 24, 4_500 * NS_PER_MS);
+        let sim = SimConfig {
+            interval_ms: 1,
+            ..SimConfig::default()
+        };
+        let w = sweep();
+        let (out, _) = run(&w.machine(), &sim, policy(limited), w.script());
+        let per_second = per_second(&out.series.rows, |r| r.promoted_pages);
+        assert!(per_second.len() >= 4, "ran {} s", per_second.len());
+        for (s, &n) in per_second.iter().enumerate() {
+            assert!(n <= 256, "second {s}: {n} promotions > 256 allowed");
+        }
+        assert!(
+            stat(&out, "rate_limited_pages") > 0.0,
+            "the limit was binding"
+        );
+        let limited_total = out.summary.promoted_pages;
+        assert!(limited_total > 0);
+        // The same run without the limit promotes far more.
+        let w = sweep();
+        let (free_run, _) = run(
+            &w.machine(),
+            &sim,
+            policy(LinuxTieringConfig::default()),
+            w.script(),
+        );
+        eprintln!(
+            "rate limit 256 pages/s: promoted per second {per_second:?}, total {limited_total}; \
+             unlimited: {}",
+            free_run.summary.promoted_pages
+        );
+        // With the default settings kswapd runs only because promotions failed.
+        assert!(stat(&free_run, "watermark_failed_pages") > 0.0);
+        assert!(stat(&free_run, "kswapd_demoted_pages") > 0.0);
+        assert!(
+            free_run.summary.promoted_pages > 3 * limited_total,
+            "unlimited {} vs limited {}",
+            free_run.summary.promoted_pages,
+            limited_total
+        );
+    }
+
+    #[test]
+    fn kswapd_starts_below_low_watermark_and_restores_the_promotion_watermark() {
+        let fast_pages = 16 * MIB / PAGE_SIZE;
+        let total = fast_pages + 64 * MIB / PAGE_SIZE;
+        let wm = tierkit_sim::machine::linux_watermarks(fast_pages, total);
+        let low_wakes = || {
+            policy(LinuxTieringConfig {
+                wake_kswapd_on_low_watermark: true,
+                ..LinuxTieringConfig::default()
+            })
+        };
+        // Touching up to exactly `low` free pages never wakes kswapd.
+        let at_low = fast_pages - wm.low;
+        let w = TouchThenIdle::new(16, 64, at_low);
+        let (out, m) = run(&w.machine(), &SimConfig::default(), low_wakes(), w.script());
+        assert_eq!(out.summary.demoted_pages, 0);
+        assert_eq!(m.free_pages(TierId::FAST), wm.low);
+        // Three times the fast tier: kswapd demotes and leaves WMARK_PROMO free.
+        let w = TouchThenIdle::new(16, 64, 3 * fast_pages);
+        let (out, m) = run(&w.machine(), &SimConfig::default(), low_wakes(), w.script());
+        assert!(out.summary.demoted_pages > 0);
+        let free = m.free_pages(TierId::FAST);
+        let promo = promo_watermark(wm);
+        assert!(free >= promo, "free {free} < promo {promo}");
+        assert!(free < promo + SWAP_CLUSTER_MAX_PAGES, "overshoot: {free}");
+        // The oldest pages went first.
+        assert_eq!(w.tier_of(&m, 0), TierId(1));
+        assert_eq!(w.tier_of(&m, 1), TierId(1));
+        // Upstream default: allocations spill to the slow tier, nothing is demoted.
+        let (out, m) = run(
+            &w.machine(),
+            &SimConfig::default(),
+            policy(LinuxTieringConfig::default()),
+            w.script(),
+        );
+        assert_eq!(out.summary.demoted_pages, 0);
+        assert!(m.free_pages(TierId::FAST) < wm.low);
+    }
+
+    const SWAP_CLUSTER_MAX_PAGES: u64 = crate::lru::SWAP_CLUSTER_MAX;
+}

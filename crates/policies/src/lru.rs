@@ -1,0 +1,1146 @@
+//! Linux's per-tier LRU lists and a kswapd-like demotion thread, reusable by every
+//! policy that demotes "through reclaim": `linux-tiering`, `tpp`, Chrono.
+//!
+//! **What is emulated.** The classic (non-MGLRU) two-list LRU of `mm/vmscan.c` for
+//! anonymous pages, one pair of lists per tier (a node's `lruvec`):
+//!
+//! - pages enter a tier's **inactive** list at its head when they are allocated
+//!   (since v5.9 new anonymous pages start inactive) and when they migrate into the
+//!   tier (`folio_migrate_flags` keeps `PG_active`/`PG_referenced`, so a page keeps
+//!   its list kind; a demoted page arrives inactive and unreferenced);
+//! - [`Lru::shrink_active_list`] moves pages from the active tail to the inactive
+//!   head, clearing their accessed bits. Like the kernel, it deactivates *referenced*
+//!   anonymous pages too: only referenced executable file pages get another trip
+//!   around the active list, and tierkit has none;
+//! - [`Lru::shrink_inactive_list`] takes pages from the inactive tail and applies
+//!   `folio_check_references`: a page whose accessed bit was set is activated if it
+//!   already carried `PG_referenced` (its second look), otherwise it gets
+//!   `PG_referenced` and another trip around the inactive list; a page whose bit was
+//!   clear is reclaimed, which in a tiered machine means demoted to the next tier;
+//! - [`inactive_is_low`] is the kernel's inactive:active balance with
+//!   `inactive_ratio = int_sqrt(10 · size in GB)`;
+//! - [`Lru::mark_page_accessed`] is `folio_mark_accessed` (the three-state
+//!   inactive,unreferenced → inactive,referenced → active step TPP's fault path uses).
+//!
+//! [`Kswapd`] is the reclaim loop of `balance_pgdat` reduced to what tiering needs:
+//! woken for a tier, it ages the lists and demotes from the inactive tail, in batches
+//! of [`SWAP_CLUSTER_MAX`], until the tier's free pages reach a target the policy
+//! gives (`linux-tiering`: the promotion watermark; TPP: its demotion watermark).
+//!
+//! **Metadata.** The lists are the `lru` links and flag bits of `struct page`, which
+//! every Linux kernel keeps whatever the tiering policy; a kernel implementation adds
+//! no memory for them, so policies built on this report none for it.
+//!
+//! Accessed bits are read through [`Mechanisms::test_and_clear_young`], so every look
+//! at a page costs what an rmap walk costs; list operations are charged a few ns each.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use tierkit_core::*;
+
+/// Pages reclaim isolates per round (`SWAP_CLUSTER_MAX`).
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+
+/// Timer ids in `[KSWAPD_TIMER_BASE, KSWAPD_TIMER_BASE + 256)` belong to [`Kswapd`];
+/// the low bits are the tier.
+pub const KSWAPD_TIMER_BASE: TimerId = 0x2000_0000;
+
+/// Passes over a tier's lists without a demotion before kswapd gives up until the
+/// next wakeup (the role of `MAX_RECLAIM_RETRIES`; two looks make a page demotable,
+/// so three passes without progress mean nothing can be).
+const MAX_RECLAIM_PASSES: u64 = 3;
+
+/// CPU time of one list operation (isolate, splice, putback), ns.
+const LIST_OP_NS: u64 = 5;
+
+/// Which list of a tier a page is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LruList {
+    /// Not recently used: the reclaim (demotion) candidates.
+    Inactive = 0,
+    /// Recently used (referenced on two looks, or activated by a fault).
+    Active = 1,
+}
+
+/// `inactive_ratio` of a list pair holding `total_pages` 4 KiB pages: the inactive
+/// list is "low" when `inactive · ratio < active`. The kernel takes
+/// `int_sqrt(10 · gb)` with `gb` the size in whole GiB, and 1 below 1 GiB
+/// (`inactive_is_low`, mm/vmscan.c): 1 GB → 3, 10 GB → 10, 100 GB → 31.
+pub fn inactive_ratio(total_pages: u64) -> u64 {
+    let gb = total_pages >> (30 - PAGE_SHIFT);
+    if gb == 0 {
+        1
+    } else {
+        isqrt(10 * gb)
+    }
+}
+
+/// True if the inactive list is too small next to the active one, so reclaim must
+/// deactivate pages first (`inactive_is_low`).
+pub fn inactive_is_low(inactive_pages: u64, active_pages: u64) -> bool {
+    inactive_pages * inactive_ratio(inactive_pages + active_pages) < active_pages
+}
+
+/// Integer square root, rounded down (`int_sqrt`).
+fn isqrt(n: u64) -> u64 {
+    let mut r = (n as f64).sqrt() as u64;
+    while r * r > n {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= n {
+        r += 1;
+    }
+    r
+}
+
+/// What the LRU knows about one page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LruEntry {
+    /// Tier whose lists hold the page.
+    pub tier: TierId,
+    /// Which list.
+    pub list: LruList,
+    /// `PG_referenced`.
+    pub referenced: bool,
+    /// Base pages in the unit (1, or 512 for a huge page).
+    pub nr_pages: u64,
+}
+
+/// A page reclaim chose to demote, already isolated from its list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Victim {
+    /// Owner.
+    pub pid: Pid,
+    /// The page (huge-page head for a huge page).
+    pub vpn: Vpn,
+    /// Tier it was taken from.
+    pub tier: TierId,
+    /// Base pages in the unit.
+    pub nr_pages: u64,
+}
+
+/// What one pass of [`Lru::shrink_inactive_list`] did, in page units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InactiveScan {
+    /// Units taken off the inactive tail.
+    pub scanned: u64,
+    /// Referenced on their second look: moved to the active list.
+    pub activated: u64,
+    /// Referenced on their first look: marked `PG_referenced`, back to the inactive head.
+    pub kept: u64,
+    /// Not referenced: isolated as victims.
+    pub isolated: u64,
+    /// Found not resident any more: dropped from the lists.
+    pub dropped: u64,
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    pid: Pid,
+    vpn: Vpn,
+    prev: u32,
+    next: u32,
+    tier: u8,
+    list: LruList,
+    referenced: bool,
+    nr_pages: u32,
+}
+
+/// One list: head = most recently added, tail = the oldest.
+#[derive(Debug, Clone, Copy)]
+struct List {
+    head: u32,
+    tail: u32,
+    nr_pages: u64,
+}
+
+impl List {
+    const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        nr_pages: 0,
+    };
+}
+
+/// The LRU lists of every tier. Pages are keyed by `(pid, vpn)` (the head vpn for a
+/// huge page); the hash map only answers lookups, every walk follows list order, so
+/// results never depend on hash order.
+#[derive(Debug, Clone, Default)]
+pub struct Lru {
+    nodes: Vec<Node>,
+    free_slots: Vec<u32>,
+    index: HashMap<(Pid, Vpn), u32>,
+    /// Per tier: `[inactive, active]`.
+    lists: Vec<[List; 2]>,
+}
+
+impl Lru {
+    /// Empty lists for `nr_tiers` tiers.
+    pub fn new(nr_tiers: usize) -> Lru {
+        Lru {
+            lists: vec![[List::EMPTY; 2]; nr_tiers],
+            ..Lru::default()
+        }
+    }
+
+    /// Base pages on `list` of `tier`.
+    pub fn nr_pages(&self, tier: TierId, list: LruList) -> u64 {
+        self.lists
+            .get(tier.index())
+            .map_or(0, |l| l[list as usize].nr_pages)
+    }
+
+    /// Page units tracked over all tiers.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// True if no page is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The state of a page, if tracked.
+    pub fn get(&self, pid: Pid, vpn: Vpn) -> Option<LruEntry> {
+        let n = &self.nodes[*self.index.get(&(pid, vpn))? as usize];
+        Some(LruEntry {
+            tier: TierId(n.tier),
+            list: n.list,
+            referenced: n.referenced,
+            nr_pages: n.nr_pages as u64,
+        })
+    }
+
+    /// Pages of `list` of `tier` from head (newest) to tail (oldest); for tests and
+    /// inspection.
+    pub fn pages(&self, tier: TierId, list: LruList) -> Vec<(Pid, Vpn)> {
+        let mut out = Vec::new();
+        let Some(l) = self.lists.get(tier.index()) else {
+            return out;
+        };
+        let mut i = l[list as usize].head;
+        while i != NIL {
+            let n = &self.nodes[i as usize];
+            out.push((n.pid, n.vpn));
+            i = n.next;
+        }
+        out
+    }
+
+    /// A page was allocated on first touch: it enters the inactive list of its tier
+    /// (`lru_cache_add_inactive_or_unevictable`).
+    pub fn on_alloc(&mut self, pid: Pid, vpn: Vpn, tier: TierId, huge: bool) {
+        let nr = if huge { SUBPAGES_PER_HUGE } else { 1 };
+        self.insert(pid, vpn, tier, nr, LruList::Inactive, false);
+    }
+
+    /// A page migrated into `to`: it joins the head of the same kind of list there
+    /// (migration copies `PG_active` and `PG_referenced`). An untracked page joins the
+    /// inactive list.
+    pub fn on_migrated(&mut self, pid: Pid, vpn: Vpn, to: TierId, nr_pages: u64) {
+        match self.index.get(&(pid, vpn)).copied() {
+            Some(i) => {
+                self.unlink(i);
+                self.nodes[i as usize].tier = to.0;
+                self.link_head(i);
+            }
+            None => self.insert(pid, vpn, to, nr_pages, LruList::Inactive, false),
+        }
+    }
+
+    /// A victim was demoted to `to`: it joins the head of `to`'s inactive list,
+    /// unreferenced (reclaim cleared `PG_referenced` when it chose the page).
+    pub fn on_demoted(&mut self, v: &Victim, to: TierId) {
+        self.insert(v.pid, v.vpn, to, v.nr_pages, LruList::Inactive, false);
+    }
+
+    /// A victim could not be demoted: back to the head of its inactive list.
+    pub fn putback(&mut self, v: &Victim) {
+        self.insert(v.pid, v.vpn, v.tier, v.nr_pages, LruList::Inactive, false);
+    }
+
+    /// Forget a page (freed). Returns true if it was tracked.
+    pub fn remove(&mut self, pid: Pid, vpn: Vpn) -> bool {
+        match self.index.remove(&(pid, vpn)) {
+            Some(i) => {
+                self.unlink(i);
+                self.free_slots.push(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forget every page of `pid` in `[start_vpn, start_vpn + nr_pages)` (munmap).
+    pub fn remove_range(&mut self, pid: Pid, start_vpn: Vpn, nr_pages: u64) {
+        let end = start_vpn.saturating_add(nr_pages);
+        // A huge page is keyed by its head, which may precede the range.
+        let head = huge_head(start_vpn);
+        if head != start_vpn && self.get(pid, head).is_some_and(|e| e.nr_pages > 1) {
+            self.remove(pid, head);
+        }
+        if nr_pages as usize <= self.index.len() {
+            for vpn in start_vpn..end {
+                self.remove(pid, vpn);
+            }
+        } else {
+            // Sorted so slot reuse does not depend on hash order.
+            let mut doomed: Vec<Vpn> = self
+                .index
+                .keys()
+                .filter(|(p, v)| *p == pid && *v >= start_vpn && *v < end)
+                .map(|&(_, v)| v)
+                .collect();
+            doomed.sort_unstable();
+            for vpn in doomed {
+                self.remove(pid, vpn);
+            }
+        }
+    }
+
+    /// Move a page to the head of its tier's active list (`folio_activate`).
+    /// Returns false if the page is not tracked.
+    pub fn activate(&mut self, pid: Pid, vpn: Vpn) -> bool {
+        let Some(&i) = self.index.get(&(pid, vpn)) else {
+            return false;
+        };
+        self.unlink(i);
+        self.nodes[i as usize].list = LruList::Active;
+        self.link_head(i);
+        true
+    }
+
+    /// `folio_mark_accessed`: inactive,unreferenced → inactive,referenced;
+    /// inactive,referenced → active,unreferenced; active,unreferenced →
+    /// active,referenced. Returns the page's list afterwards (`None` if untracked).
+    pub fn mark_page_accessed(&mut self, pid: Pid, vpn: Vpn) -> Option<LruList> {
+        let i = *self.index.get(&(pid, vpn))? as usize;
+        let n = self.nodes[i];
+        if !n.referenced {
+            self.nodes[i].referenced = true;
+        } else if n.list == LruList::Inactive {
+            self.activate(pid, vpn);
+            self.nodes[i].referenced = false;
+        }
+        Some(self.nodes[i].list)
+    }
+
+    /// `shrink_active_list`: move up to `nr_to_scan` units from the tail of `tier`'s
+    /// active list to the head of its inactive list, oldest first so they keep their
+    /// relative age, clearing each one's accessed bit through `young`. Referenced
+    /// anonymous pages are deactivated too, as in the kernel. Returns units scanned.
+    pub fn shrink_active_list(
+        &mut self,
+        tier: TierId,
+        nr_to_scan: u64,
+        young: &mut dyn FnMut(Pid, Vpn) -> Option<bool>,
+    ) -> u64 {
+        let mut scanned = 0;
+        while scanned < nr_to_scan {
+            let i = self.lists[tier.index()][LruList::Active as usize].tail;
+            if i == NIL {
+                break;
+            }
+            scanned += 1;
+            let (pid, vpn) = (self.nodes[i as usize].pid, self.nodes[i as usize].vpn);
+            self.unlink(i);
+            if young(pid, vpn).is_none() {
+                self.index.remove(&(pid, vpn));
+                self.free_slots.push(i);
+                continue;
+            }
+            self.nodes[i as usize].list = LruList::Inactive;
+            self.link_head(i);
+        }
+        scanned
+    }
+
+    /// `shrink_inactive_list` + `folio_check_references`: take up to `nr_to_scan`
+    /// units from the tail of `tier`'s inactive list. Referenced (accessed bit set)
+    /// with `PG_referenced` already set → activated; referenced without it → marked
+    /// and rotated to the inactive head; not referenced → isolated into `victims`
+    /// (the caller demotes them, or puts them back with [`Lru::putback`]).
+    pub fn shrink_inactive_list(
+        &mut self,
+        tier: TierId,
+        nr_to_scan: u64,
+        young: &mut dyn FnMut(Pid, Vpn) -> Option<bool>,
+        victims: &mut Vec<Victim>,
+    ) -> InactiveScan {
+        let mut s = InactiveScan::default();
+        // Rotated pages go to the head; stop after `nr_to_scan` so a list of only
+        // referenced pages is not walked twice in one call.
+        while s.scanned < nr_to_scan {
+            let i = self.lists[tier.index()][LruList::Inactive as usize].tail;
+            if i == NIL {
+                break;
+            }
+            s.scanned += 1;
+            let n = self.nodes[i as usize];
+            self.unlink(i);
+            let Some(referenced_ptes) = young(n.pid, n.vpn) else {
+                self.index.remove(&(n.pid, n.vpn));
+                self.free_slots.push(i);
+                s.dropped += 1;
+                continue;
+            };
+            let referenced_folio = n.referenced;
+            let node = &mut self.nodes[i as usize];
+            node.referenced = false;
+            if referenced_ptes {
+                // Mapped pages start out referenced by their instantiating fault, so
+                // a page needs two looks with references to be activated.
+                node.referenced = true;
+                if referenced_folio {
+                    node.list = LruList::Active;
+                    s.activated += 1;
+                } else {
+                    s.kept += 1;
+                }
+                self.link_head(i);
+            } else {
+                self.index.remove(&(n.pid, n.vpn));
+                self.free_slots.push(i);
+                victims.push(Victim {
+                    pid: n.pid,
+                    vpn: n.vpn,
+                    tier,
+                    nr_pages: n.nr_pages as u64,
+                });
+                s.isolated += 1;
+            }
+        }
+        s
+    }
+
+    // ----- list plumbing -------------------------------------------------------------
+
+    fn insert(
+        &mut self,
+        pid: Pid,
+        vpn: Vpn,
+        tier: TierId,
+        nr_pages: u64,
+        list: LruList,
+        referenced: bool,
+    ) {
+        if self.lists.len() <= tier.index() {
+            self.lists.resize(tier.index() + 1, [List::EMPTY; 2]);
+        }
+        let node = Node {
+            pid,
+            vpn,
+            prev: NIL,
+            next: NIL,
+            tier: tier.0,
+            list,
+            referenced,
+            nr_pages: nr_pages as u32,
+        };
+        let i = match self.index.get(&(pid, vpn)).copied() {
+            Some(i) => {
+                self.unlink(i);
+                i
+            }
+            None => {
+                let i = match self.free_slots.pop() {
+                    Some(i) => i,
+                    None => {
+                        self.nodes.push(node);
+                        (self.nodes.len() - 1) as u32
+                    }
+                };
+                self.index.insert((pid, vpn), i);
+                i
+            }
+        };
+        self.nodes[i as usize] = node;
+        self.link_head(i);
+    }
+
+    fn link_head(&mut self, i: u32) {
+        let n = self.nodes[i as usize];
+        let l = &mut self.lists[n.tier as usize][n.list as usize];
+        let old = l.head;
+        l.head = i;
+        if old == NIL {
+            l.tail = i;
+        }
+        l.nr_pages += n.nr_pages as u64;
+        let node = &mut self.nodes[i as usize];
+        node.prev = NIL;
+        node.next = old;
+        if old != NIL {
+            self.nodes[old as usize].prev = i;
+        }
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let n = self.nodes[i as usize];
+        if n.prev != NIL {
+            self.nodes[n.prev as usize].next = n.next;
+        }
+        if n.next != NIL {
+            self.nodes[n.next as usize].prev = n.prev;
+        }
+        let l = &mut self.lists[n.tier as usize][n.list as usize];
+        if l.head == i {
+            l.head = n.next;
+        }
+        if l.tail == i {
+            l.tail = n.prev;
+        }
+        l.nr_pages -= n.nr_pages as u64;
+        let node = &mut self.nodes[i as usize];
+        node.prev = NIL;
+        node.next = NIL;
+    }
+}
+
+/// How the kswapd-like thread paces itself. These are not kernel parameters: the
+/// machine charges the real costs of every young test and migration; these only
+/// space out kswapd's batches in simulated time the way a single reclaim thread
+/// doing that work would be spaced, so it cannot demote faster than one CPU can.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KswapdConfig {
+    /// Page units demoted per batch before kswapd yields, pages (`SWAP_CLUSTER_MAX` =
+    /// 32; range ≥ 1).
+    pub batch_pages: u64,
+    /// Time one demotion occupies kswapd, ns (default 3500: the simulator's default
+    /// fixed migration cost 3000 ns plus a 4 KiB copy at 8 GB/s, `docs/machine.md`;
+    /// range ≥ 0).
+    pub demote_ns_per_page: u64,
+    /// Time one accessed-bit look occupies kswapd, ns (default 50: the simulator's
+    /// default `young_test_ns`; range ≥ 0).
+    pub scan_ns_per_page: u64,
+}
+
+impl Default for KswapdConfig {
+    fn default() -> Self {
+        KswapdConfig {
+            batch_pages: SWAP_CLUSTER_MAX,
+            demote_ns_per_page: 3_500,
+            scan_ns_per_page: 50,
+        }
+    }
+}
+
+impl KswapdConfig {
+    /// Check ranges.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.batch_pages == 0 {
+            return Err("kswapd.batch_pages must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// Counters of the kswapd-like thread, over all tiers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KswapdStats {
+    /// Wakeups that started a run.
+    pub nr_wakeups: u64,
+    /// Batches run.
+    pub nr_batches: u64,
+    /// Page units whose accessed bit was looked at.
+    pub nr_scanned: u64,
+    /// Units moved inactive → active by reclaim.
+    pub nr_activated: u64,
+    /// Base pages demoted.
+    pub nr_demoted_pages: u64,
+    /// Demotions the mover refused.
+    pub nr_demote_failed: u64,
+}
+
+/// A kswapd per tier, demoting from that tier to the next.
+#[derive(Debug, Clone)]
+pub struct Kswapd {
+    cfg: KswapdConfig,
+    /// Per tier: a batch is scheduled.
+    awake: Vec<bool>,
+    /// Per tier: page units looked at since the last demotion.
+    idle_scanned: Vec<u64>,
+    stats: KswapdStats,
+}
+
+impl Kswapd {
+    /// kswapd threads for `nr_tiers` tiers (the last tier has nowhere to demote to).
+    pub fn new(cfg: KswapdConfig, nr_tiers: usize) -> Kswapd {
+        Kswapd {
+            cfg,
+            awake: vec![false; nr_tiers],
+            idle_scanned: vec![0; nr_tiers],
+            stats: KswapdStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> KswapdStats {
+        self.stats
+    }
+
+    /// The tier whose kswapd timer `id` is, if it is one.
+    pub fn owns(&self, id: TimerId) -> Option<TierId> {
+        (KSWAPD_TIMER_BASE..KSWAPD_TIMER_BASE + 256)
+            .contains(&id)
+            .then(|| TierId((id - KSWAPD_TIMER_BASE) as u8))
+    }
+
+    /// Wake `tier`'s kswapd (`wakeup_kswapd`): its first batch runs as soon as the
+    /// machine fires timers, on a tiering CPU. A no-op if it is already awake or the
+    /// tier is the last one.
+    pub fn wake(&mut self, tier: TierId, mech: &mut dyn Mechanisms) {
+        let t = tier.index();
+        if t + 1 >= self.awake.len() || self.awake[t] {
+            return;
+        }
+        self.awake[t] = true;
+        self.idle_scanned[t] = 0;
+        self.stats.nr_wakeups += 1;
+        mech.schedule(
+            mech.now(),
+            KSWAPD_TIMER_BASE + t as TimerId,
+            Runner::Kthread,
+        );
+    }
+
+    /// Run one batch of `tier`'s kswapd from its timer: while the tier has fewer than
+    /// `target_free` free pages, age its lists and demote unreferenced inactive pages
+    /// to the next tier (async), up to `batch_pages` demotions. Demoted pages are
+    /// appended to `demoted`. Reschedules itself while the target is not met and it
+    /// still makes progress.
+    pub fn run(
+        &mut self,
+        tier: TierId,
+        target_free: u64,
+        lru: &mut Lru,
+        mech: &mut dyn Mechanisms,
+        demoted: &mut Vec<Victim>,
+    ) {
+        let t = tier.index();
+        if t + 1 >= self.awake.len() {
+            return;
+        }
+        self.awake[t] = false;
+        self.stats.nr_batches += 1;
+        let to = TierId(tier.0 + 1);
+        let (mut scanned, mut nr_demoted, mut isolated) = (0u64, 0u64, 0u64);
+        let scan_budget = 4 * self.cfg.batch_pages.max(SWAP_CLUSTER_MAX);
+        let mut victims = Vec::new();
+        while mech.free_pages(tier) < target_free
+            && nr_demoted < self.cfg.batch_pages
+            && scanned < scan_budget
+        {
+            let before = scanned;
+            // age_active_anon / shrink_list: keep the inactive list large enough.
+            if inactive_is_low(
+                lru.nr_pages(tier, LruList::Inactive),
+                lru.nr_pages(tier, LruList::Active),
+            ) {
+                scanned += lru.shrink_active_list(tier, SWAP_CLUSTER_MAX, &mut |p, v| {
+                    mech.test_and_clear_young(p, v)
+                });
+            }
+            let s = lru.shrink_inactive_list(
+                tier,
+                SWAP_CLUSTER_MAX,
+                &mut |p, v| mech.test_and_clear_young(p, v),
+                &mut victims,
+            );
+            scanned += s.scanned;
+            isolated += s.isolated;
+            self.stats.nr_activated += s.activated;
+            // demote_folio_list: the whole isolated batch goes, as in the kernel.
+            for v in victims.drain(..) {
+                match mech.migrate(v.pid, v.vpn, to, MigrateMode::Async) {
+                    Ok(()) => {
+                        lru.on_demoted(&v, to);
+                        nr_demoted += 1;
+                        self.stats.nr_demoted_pages += v.nr_pages;
+                        demoted.push(v);
+                    }
+                    Err(MigrateError::NotPresent) => {}
+                    Err(_) => {
+                        self.stats.nr_demote_failed += 1;
+                        lru.putback(&v);
+                    }
+                }
+            }
+            if scanned == before {
+                break; // both lists empty
+            }
+        }
+        self.stats.nr_scanned += scanned;
+        mech.charge_cpu((scanned + isolated) * LIST_OP_NS);
+        if mech.free_pages(tier) >= target_free {
+            return;
+        }
+        if nr_demoted == 0 {
+            // kswapd_failures: give up until the next wakeup once every page of the
+            // tier has had its two looks without anything to demote.
+            self.idle_scanned[t] += scanned;
+            let units = lru.nr_pages(tier, LruList::Inactive) + lru.nr_pages(tier, LruList::Active);
+            if scanned == 0 || self.idle_scanned[t] > MAX_RECLAIM_PASSES * units {
+                return;
+            }
+        } else {
+            self.idle_scanned[t] = 0;
+        }
+        let busy_ns =
+            nr_demoted * self.cfg.demote_ns_per_page + scanned * self.cfg.scan_ns_per_page;
+        self.awake[t] = true;
+        mech.schedule(
+            mech.now() + busy_ns.max(1),
+            KSWAPD_TIMER_BASE + t as TimerId,
+            Runner::Kthread,
+        );
+    }
+}
+
+/// The promotion watermark of a tier (`WMARK_PROMO`, v5.18+): `high` plus one more
+/// `watermark_scale_factor` step, the step being `high - low`. In tiering mode kswapd
+/// reclaims until free pages reach it (`pgdat_balanced`), leaving room to promote.
+pub fn promo_watermark(wm: Watermarks) -> u64 {
+    wm.high + (wm.high - wm.low)
+}
+
+/// `migrate_balanced_pgdat`: a migration of `nr_pages` into a tier with `free` free
+/// pages may go ahead only if the tier stays above its high watermark
+/// (`zone_watermark_ok(high + nr)`, which needs free strictly above the mark).
+pub fn migrate_balanced(free: u64, wm: Watermarks, nr_pages: u64) -> bool {
+    free > wm.high + nr_pages
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    const P: Pid = Pid(0);
+    const FAST: TierId = TierId(0);
+
+    /// A young-bit oracle: pages in `hot` read as accessed (and the test clears them).
+    fn young_from(hot: &mut BTreeSet<Vpn>) -> impl FnMut(Pid, Vpn) -> Option<bool> + '_ {
+        move |_, v| Some(hot.remove(&v))
+    }
+
+    #[test]
+    fn inactive_ratio_matches_the_kernel_formula() {
+        let gib = GIB / PAGE_SIZE;
+        assert_eq!(inactive_ratio(gib / 2), 1);
+        assert_eq!(inactive_ratio(gib), 3); // int_sqrt(10)
+        assert_eq!(inactive_ratio(10 * gib), 10); // int_sqrt(100)
+        assert_eq!(inactive_ratio(100 * gib), 31); // int_sqrt(1000)
+                                                   // 10 GB: inactive is low below a tenth of active.
+        assert!(inactive_is_low(gib / 2, 10 * gib - gib / 2));
+        assert!(!inactive_is_low(2 * gib, 8 * gib));
+        // Below 1 GB the lists are kept at 1:1.
+        assert!(inactive_is_low(99, 100));
+        assert!(!inactive_is_low(100, 100));
+    }
+
+    #[test]
+    fn pages_enter_inactive_and_keep_their_list_when_migrated() {
+        let mut lru = Lru::new(2);
+        for v in 0..4 {
+            lru.on_alloc(P, v, FAST, false);
+        }
+        assert_eq!(
+            lru.pages(FAST, LruList::Inactive),
+            vec![(P, 3), (P, 2), (P, 1), (P, 0)]
+        );
+        assert!(lru.activate(P, 1));
+        lru.on_migrated(P, 1, TierId(1), 1);
+        assert_eq!(lru.get(P, 1).unwrap().list, LruList::Active);
+        assert_eq!(lru.get(P, 1).unwrap().tier, TierId(1));
+        assert_eq!(lru.nr_pages(FAST, LruList::Inactive), 3);
+        assert_eq!(lru.nr_pages(TierId(1), LruList::Active), 1);
+        lru.on_alloc(P, 512, FAST, true);
+        assert_eq!(lru.nr_pages(FAST, LruList::Inactive), 3 + 512);
+        lru.remove_range(P, 0, 1024);
+        assert!(lru.is_empty());
+        assert_eq!(lru.nr_pages(FAST, LruList::Inactive), 0);
+    }
+
+    #[test]
+    fn aging_moves_unreferenced_active_pages_to_inactive_oldest_first() {
+        let mut lru = Lru::new(2);
+        for v in 0..4 {
+            lru.on_alloc(P, v, FAST, false);
+            lru.activate(P, v);
+        }
+        // Active list, head→tail: 3 2 1 0. Age two: 0 then 1 go to the inactive head.
+        let mut hot = BTreeSet::new();
+        let scanned = lru.shrink_active_list(FAST, 2, &mut young_from(&mut hot));
+        assert_eq!(scanned, 2);
+        assert_eq!(lru.pages(FAST, LruList::Active), vec![(P, 3), (P, 2)]);
+        // Page 0 is older than page 1, so it stays nearer the inactive tail.
+        assert_eq!(lru.pages(FAST, LruList::Inactive), vec![(P, 1), (P, 0)]);
+        // A referenced anonymous page is deactivated too (kernel behaviour), but its
+        // accessed bit is consumed by the look.
+        let mut hot: BTreeSet<Vpn> = [2].into();
+        lru.shrink_active_list(FAST, 1, &mut young_from(&mut hot));
+        assert_eq!(lru.get(P, 2).unwrap().list, LruList::Inactive);
+        assert!(hot.is_empty());
+    }
+
+    #[test]
+    fn referenced_inactive_pages_are_activated_on_their_second_look() {
+        let mut lru = Lru::new(2);
+        for v in 0..3 {
+            lru.on_alloc(P, v, FAST, false);
+        }
+        // First look: 0 and 1 referenced, 2 not (tail is 0).
+        let mut hot: BTreeSet<Vpn> = [0, 1].into();
+        let mut victims = Vec::new();
+        let s = lru.shrink_inactive_list(FAST, 3, &mut young_from(&mut hot), &mut victims);
+        assert_eq!((s.scanned, s.kept, s.activated, s.isolated), (3, 2, 0, 1));
+        assert_eq!(
+            victims,
+            vec![Victim {
+                pid: P,
+                vpn: 2,
+                tier: FAST,
+                nr_pages: 1
+            }]
+        );
+        assert!(lru.get(P, 0).unwrap().referenced);
+        // Second look: 0 referenced again → active; 1 idle → victim.
+        let mut hot: BTreeSet<Vpn> = [0].into();
+        victims.clear();
+        let s = lru.shrink_inactive_list(FAST, 2, &mut young_from(&mut hot), &mut victims);
+        assert_eq!((s.activated, s.isolated), (1, 1));
+        assert_eq!(lru.get(P, 0).unwrap().list, LruList::Active);
+        assert_eq!(victims[0].vpn, 1);
+        assert!(
+            lru.get(P, 1).is_none(),
+            "victims are isolated from the lists"
+        );
+        // A page that is no longer resident is dropped.
+        lru.on_alloc(P, 9, FAST, false);
+        let s = lru.shrink_inactive_list(FAST, 1, &mut |_, _| None, &mut victims);
+        assert_eq!(s.dropped, 1);
+        assert!(lru.get(P, 9).is_none());
+    }
+
+    #[test]
+    fn mark_page_accessed_steps_through_three_states() {
+        let mut lru = Lru::new(2);
+        lru.on_alloc(P, 7, TierId(1), false);
+        assert_eq!(lru.mark_page_accessed(P, 7), Some(LruList::Inactive));
+        assert!(lru.get(P, 7).unwrap().referenced);
+        assert_eq!(lru.mark_page_accessed(P, 7), Some(LruList::Active));
+        assert!(!lru.get(P, 7).unwrap().referenced);
+        assert_eq!(lru.mark_page_accessed(P, 7), Some(LruList::Active));
+        assert!(lru.get(P, 7).unwrap().referenced);
+        assert_eq!(lru.mark_page_accessed(P, 8), None);
+    }
+
+    /// HeMem's GUPS at 1:8 with its hot tenth starting on the slow tier: both policies
+    /// built on these lists find much of it, first-touch by construction cannot.
+    /// Time series at 1 ms so kswapd timers woken inside an access fire within 1 ms.
+    #[test]
+    fn gups_linux_tiering_and_tpp_beat_first_touch() {
+        use crate::numa_scan::NumaScanConfig;
+        use tierkit_sim::testing::run;
+        use tierkit_sim::{MachineConfig, SimConfig};
+        use tierkit_workloads::{Gups, GupsConfig};
+        let machine = MachineConfig {
+            fast: "1:8".into(),
+            llc_enabled: false,
+            ..MachineConfig::default()
+        };
+        let sim = SimConfig {
+            interval_ms: 1,
+            ..SimConfig::default()
+        };
+        // ~4.3 simulated seconds: scan passes arm the slow tier at 1 s and 3 s.
+        let gups = GupsConfig {
+            footprint_mib: 256,
+            nr_updates: 11_000_000,
+            gap_ns: 300,
+            ..GupsConfig::default()
+        };
+        let scan = NumaScanConfig {
+            adaptive_period: false,
+            ..NumaScanConfig::default()
+        };
+        let ratios = |p: Box<dyn Policy>| {
+            let (out, _) = run(&machine, &sim, p, Box::new(Gups::new(&gups, 1)));
+            let last: Vec<_> = out.series.rows.iter().rev().take(500).collect();
+            let mem: u64 = last.iter().map(|r| r.mem_accesses).sum();
+            let fast: f64 = last
+                .iter()
+                .map(|r| r.fast_access_ratio * r.mem_accesses as f64)
+                .sum();
+            eprintln!(
+                "{}: promoted {} demoted {} stats {:?}",
+                out.summary.policy,
+                out.summary.promoted_pages,
+                out.summary.demoted_pages,
+                out.summary.policy_stats
+            );
+            (out.summary.fast_access_ratio, fast / mem as f64)
+        };
+        let (ft_run, ft_end) = ratios(Box::new(crate::FirstTouch));
+        let lt = crate::LinuxTiering::new(crate::LinuxTieringConfig {
+            scan: scan.clone(),
+            ..Default::default()
+        });
+        let tpp = crate::Tpp::new(crate::TppConfig {
+            scan,
+            ..Default::default()
+        });
+        for (name, p) in [
+            ("linux-tiering", Box::new(lt) as Box<dyn Policy>),
+            ("tpp", Box::new(tpp)),
+        ] {
+            let (run_ratio, end_ratio) = ratios(p);
+            eprintln!(
+                "{name}: fast access ratio {run_ratio:.3} over the run, {end_ratio:.3} in the \
+                 last 0.5 s; first-touch {ft_run:.3}, {ft_end:.3}"
+            );
+            assert!(
+                run_ratio > 3.0 * ft_run && end_ratio > 5.0 * ft_end && end_ratio > 0.08,
+                "{name}: fast access ratio {run_ratio:.3} over the run, {end_ratio:.3} in the \
+                 last 0.5 s; first-touch {ft_run:.3}, {ft_end:.3}"
+            );
+        }
+    }
+
+    #[test]
+    fn watermark_helpers() {
+        let wm = Watermarks {
+            min: 10,
+            low: 13,
+            high: 16,
+        };
+        assert_eq!(promo_watermark(wm), 19);
+        assert!(migrate_balanced(18, wm, 1));
+        assert!(!migrate_balanced(17, wm, 1));
+    }
+}
+
+/// Scripted workloads shared by the tests of the policies built on these lists.
+#[cfg(test)]
+pub(crate) mod test_scripts {
+    use tierkit_core::*;
+    use tierkit_sim::machine::Machine;
+    use tierkit_sim::metrics::IntervalRow;
+    use tierkit_sim::testing::*;
+    use tierkit_sim::{MachineConfig, RunOutput};
+
+    const TARGETS: u64 = 0x1000_0000;
+    const CLOCK: u64 = 0x2000_0000;
+    const REGION: u64 = 0x4000_0000;
+    const SLOW_MIB: u64 = 64;
+    const IDLE_STEP_NS: u64 = 10 * NS_PER_MS;
+
+    /// A policy counter from a run summary (panics if the policy has none by that name).
+    pub fn stat(out: &RunOutput, name: &str) -> f64 {
+        out.summary
+            .policy_stats
+            .iter()
+            .find(|(k, _)| k == name)
+            .unwrap_or_else(|| panic!("no policy stat {name}"))
+            .1
+    }
+
+    /// Sum a per-interval column into 1 s buckets of simulated time.
+    pub fn per_second(rows: &[IntervalRow], f: impl Fn(&IntervalRow) -> u64) -> Vec<u64> {
+        let mut out: Vec<u64> = Vec::new();
+        for r in rows {
+            // A row covers (end - interval, end]: bucket by its end, just inside.
+            let sec = ((r.time_s * 1000.0).round() as u64).saturating_sub(1) / 1000;
+            if out.len() <= sec as usize {
+                out.resize(sec as usize + 1, 0);
+            }
+            out[sec as usize] += f(r);
+        }
+        out
+    }
+
+    /// One process with a few *target* pages touched first, then a clock page, then
+    /// filler twice the size of the fast tier. kswapd demotes from the LRU tail, so
+    /// the targets are the first pages demoted: after the start-up they sit on the
+    /// slow tier, idle, ready for the test to fault them at chosen times. The thread
+    /// idles by reading the clock page every 10 ms.
+    pub struct DemotedTargets {
+        fast_mib: u64,
+        nr_targets: u64,
+        ops: Vec<Op>,
+        t_ns: u64,
+    }
+
+    impl DemotedTargets {
+        /// The start-up phase on a `fast_mib` fast tier with `nr_targets` targets.
+        pub fn new(fast_mib: u64, nr_targets: u64) -> DemotedTargets {
+            let mut s = DemotedTargets {
+                fast_mib,
+                nr_targets,
+                ops: Vec::new(),
+                t_ns: 0,
+            };
+            for i in 0..nr_targets {
+                s.op(write(TARGETS + i * PAGE_SIZE, 100));
+            }
+            s.op(write(CLOCK, 100));
+            for i in 0..s.filler_pages() {
+                s.op(write(REGION + i * PAGE_SIZE, 1_000));
+            }
+            s
+        }
+
+        fn filler_pages(&self) -> u64 {
+            2 * self.fast_mib * MIB / PAGE_SIZE
+        }
+
+        fn op(&mut self, op: Op) {
+            if let Op::Access { gap_ns, .. } = op {
+                self.t_ns += gap_ns as u64;
+            }
+            self.ops.push(op);
+        }
+
+        /// Read the clock page every 10 ms until about `t_ns` (compute time only;
+        /// memory latencies add a few µs).
+        pub fn idle_until(&mut self, t_ns: u64) {
+            while self.t_ns + IDLE_STEP_NS < t_ns {
+                self.op(read(CLOCK, IDLE_STEP_NS as u32));
+            }
+            if self.t_ns < t_ns {
+                self.op(read(CLOCK, (t_ns - self.t_ns) as u32));
+            }
+        }
+
+        /// Read target `i` now.
+        pub fn read_target(&mut self, i: u64) {
+            assert!(i < self.nr_targets);
+            self.op(read(TARGETS + i * PAGE_SIZE, 0));
+        }
+
+        /// The machine: `fast_mib` fast, 64 MiB slow, no LLC.
+        pub fn machine(&self) -> MachineConfig {
+            small_machine(self.fast_mib, SLOW_MIB)
+        }
+
+        /// The workload.
+        pub fn script(&self) -> Box<dyn Workload> {
+            let filler = self.filler_pages() * PAGE_SIZE;
+            let mappings = [
+                (TARGETS, self.nr_targets * PAGE_SIZE),
+                (CLOCK, PAGE_SIZE),
+                (REGION, filler),
+            ];
+            Box::new(
+                Script::new(filler + (self.nr_targets + 1) * PAGE_SIZE)
+                    .process(&mappings, self.ops.clone()),
+            )
+        }
+
+        /// Where target `i` is at the end of the run.
+        pub fn tier_of(&self, m: &Machine, i: u64) -> TierId {
+            m.page(Pid(0), (TARGETS >> PAGE_SHIFT) + i)
+                .expect("target resident")
+                .tier
+        }
+    }
+
+    /// One region of `region_mib` touched in order, then swept in order (one read per
+    /// page, 5 µs apart) until `until_ns`: every armed slow page faults within one
+    /// sweep of its arming, so every fault is a promotion candidate.
+    pub struct SweepWorkload {
+        fast_mib: u64,
+        region_pages: u64,
+        ops: Vec<Op>,
+    }
+
+    impl SweepWorkload {
+        /// Build it.
+        pub fn new(fast_mib: u64, region_mib: u64, until_ns: u64) -> SweepWorkload {
+            let region_pages = region_mib * MIB / PAGE_SIZE;
+            let mut ops = Vec::new();
+            let mut t = 0;
+            for i in 0..region_pages {
+                ops.push(write(REGION + i * PAGE_SIZE, 1_000));
+                t += 1_000;
+            }
+            'sweeps: loop {
+                for i in 0..region_pages {
+                    ops.push(read(REGION + i * PAGE_SIZE, 5_000));
+                    t += 5_000;
+                    if t >= until_ns {
+                        break 'sweeps;
+                    }
+                }
+            }
+            SweepWorkload {
+                fast_mib,
+                region_pages,
+                ops,
+            }
+        }
+
+        /// The machine: `fast_mib` fast, 64 MiB slow, no LLC.
+        pub fn machine(&self) -> MachineConfig {
+            small_machine(self.fast_mib, SLOW_MIB)
+        }
+
+        /// The workload.
+        pub fn script(&self) -> Box<dyn Workload> {
+            let len = self.region_pages * PAGE_SIZE;
+            Box::new(Script::new(len).process(&[(REGION, len)], self.ops.clone()))
+        }
+    }
+
+    /// Touch `nr_pages` pages of one region in order (1 µs apart), then idle until
+    /// 300 ms reading the last of them every 10 ms.
+    pub struct TouchThenIdle {
+        fast_mib: u64,
+        slow_mib: u64,
+        nr_pages: u64,
+    }
+
+    impl TouchThenIdle {
+        /// Build it.
+        pub fn new(fast_mib: u64, slow_mib: u64, nr_pages: u64) -> TouchThenIdle {
+            TouchThenIdle {
+                fast_mib,
+                slow_mib,
+                nr_pages,
+            }
+        }
+
+        /// The machine.
+        pub fn machine(&self) -> MachineConfig {
+            small_machine(self.fast_mib, self.slow_mib)
+        }
+
+        /// The workload.
+        pub fn script(&self) -> Box<dyn Workload> {
+            let mut ops = Vec::new();
+            let mut t = 0u64;
+            for i in 0..self.nr_pages {
+                ops.push(write(REGION + i * PAGE_SIZE, 1_000));
+                t += 1_000;
+            }
+            let last = REGION + (self.nr_pages - 1) * PAGE_SIZE;
+            while t < 300 * NS_PER_MS {
+                ops.push(read(last, IDLE_STEP_NS as u32));
+                t += IDLE_STEP_NS;
+            }
+            let len = self.nr_pages * PAGE_SIZE;
+            Box::new(Script::new(len).process(&[(REGION, len)], ops))
+        }
+
+        /// Where page `i` of the region is at the end of the run.
+        pub fn tier_of(&self, m: &Machine, i: u64) -> TierId {
+            m.page(Pid(0), (REGION >> PAGE_SHIFT) + i)
+                .expect("page resident")
+                .tier
+        }
+    }
+}
