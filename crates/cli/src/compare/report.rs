@@ -130,20 +130,35 @@ pub fn bar_chart(
     );
     let groups = categories.len().max(1) as f64;
     let gw = plot_w / groups;
-    let nb = series.len().max(1) as f64;
+    // Bars share a group's width among the series that have a value there, so a chart
+    // with one value per group (the leaderboard) gets full-width bars.
+    let finite_in = |gi: usize| {
+        series
+            .iter()
+            .filter(|(_, v)| v.get(gi).is_some_and(|x| x.is_finite()))
+            .count()
+    };
+    let nb = (0..categories.len())
+        .map(finite_in)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let bw = (gw * 0.8 / nb).max(1.0);
     for (gi, cat) in categories.iter().enumerate() {
         let gx = left + gi as f64 * gw;
-        for (si, (name, vals)) in series.iter().enumerate() {
+        let mut slot = 0.0;
+        for (name, vals) in series.iter() {
             let v = vals.get(gi).copied().unwrap_or(f64::NAN);
             if !v.is_finite() {
                 continue;
             }
+            let si = slot;
+            slot += 1.0;
             let bh = plot_h * (v / max).clamp(0.0, 1.0);
             let _ = write!(
                 s,
                 r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {:.3}</title></rect>"#,
-                gx + gw * 0.1 + si as f64 * bw,
+                gx + gw * 0.1 + si * bw,
                 top + plot_h - bh,
                 bw,
                 bh,
