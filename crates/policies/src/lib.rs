@@ -26,6 +26,7 @@ pub mod first_touch;
 pub mod hemem;
 pub mod linux_tiering;
 pub mod lru;
+pub mod memtis;
 pub mod numa_scan;
 pub mod oracle;
 pub mod tpp;
@@ -38,6 +39,7 @@ pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
 pub use hemem::{Hemem, HememConfig};
 pub use linux_tiering::{LinuxTiering, LinuxTieringConfig};
+pub use memtis::{Memtis, MemtisConfig};
 pub use oracle::{Oracle, OracleConfig, OracleStatic, OracleStaticConfig};
 pub use tpp::{Tpp, TppConfig};
 // registry: re-exports
@@ -66,6 +68,8 @@ pub enum PolicyConfig {
     Hemem(HememConfig),
     /// AutoTiering (ATC'21): hint faults, 8-bit LAP history; `mode` cpm / opm / opmx / opm-bd.
     Autotiering(AutotieringConfig),
+    /// MEMTIS (SOSP'23): PEBS hotness histogram sized to the fast tier, warm band, cooling, skew-aware huge-page split.
+    Memtis(MemtisConfig),
     // registry: variants (one line each, a doc comment above it)
 }
 
@@ -83,6 +87,7 @@ impl PolicyConfig {
             ("tpp", "TPP (ASPLOS'23): promote slow pages faulted while on the active LRU; kswapd keeps a 2% demotion watermark free"),
             ("hemem", "HeMem (SOSP'21): PEBS samples per 2 MiB page, hot at 4 reads or 4 writes, halve all counts when one passes 10; a 10 ms thread promotes hot slow pages, demoting cold fast ones"),
             ("autotiering", "AutoTiering (ATC'21): hint faults build an 8-bit LAP history; mode opm-bd (default) promotes into a pool refilled by background demotion of least-accessed pages, opm/opmx demote/exchange in the fault, cpm promotes only into free space"),
+            ("memtis", "MEMTIS (SOSP'23): PEBS samples into an exponential hotness histogram; hot threshold sized to the fast tier, warm band kept, cooling by halving, 500 ms background migration, skewed huge pages split when eHR exceeds rHR"),
             // registry: describe
         ]
     }
@@ -105,6 +110,7 @@ impl PolicyConfig {
             "tpp" => PolicyConfig::Tpp(Default::default()),
             "hemem" => PolicyConfig::Hemem(Default::default()),
             "autotiering" => PolicyConfig::Autotiering(Default::default()),
+            "memtis" => PolicyConfig::Memtis(Default::default()),
             // registry: default_for
             _ => return None,
         })
@@ -123,6 +129,7 @@ impl PolicyConfig {
             PolicyConfig::Tpp(_) => "tpp",
             PolicyConfig::Hemem(_) => "hemem",
             PolicyConfig::Autotiering(_) => "autotiering",
+            PolicyConfig::Memtis(_) => "memtis",
             // registry: name
         }
     }
@@ -139,6 +146,7 @@ impl PolicyConfig {
             PolicyConfig::Tpp(c) => c.validate(),
             PolicyConfig::Hemem(c) => c.validate(),
             PolicyConfig::Autotiering(c) => c.validate(),
+            PolicyConfig::Memtis(c) => c.validate(),
             // registry: validate
         }
     }
@@ -183,6 +191,7 @@ impl PolicyConfig {
             PolicyConfig::Tpp(c) => Box::new(Tpp::new(c.clone())),
             PolicyConfig::Hemem(c) => Box::new(Hemem::new(c.clone())),
             PolicyConfig::Autotiering(c) => Box::new(Autotiering::new(c.clone())),
+            PolicyConfig::Memtis(c) => Box::new(Memtis::new(c.clone())),
             // registry: build
         }
     }

@@ -1,0 +1,514 @@
+//! Behavioural tests of `memtis` on the simulator (spec §7), at small scale.
+//!
+//! Every run here scales MEMTIS's intervals down with the footprint, as the design
+//! allows ("a run may scale all policy time constants by one explicit factor"): the
+//! sample-counted intervals keep the paper's 1:20 adaptation-to-cooling ratio and
+//! stay inside the 0.1×–10× range §6.3.4 found results insensitive to once scaled to
+//! the fast tier; kmigrated and the CPU check run 10–25× more often than the paper's
+//! so that a run of a fraction of a simulated second sees tens of wake-ups.
+
+use super::*;
+use crate::numa_scan::NumaScanConfig;
+use crate::{Autonuma, AutonumaConfig, FirstTouch};
+use tierkit_sim::config::ThpMode;
+use tierkit_sim::testing::{read, run, small_machine, write, Script};
+use tierkit_sim::{MachineConfig, RunOutput, SimConfig};
+use tierkit_workloads::{Gups, GupsConfig};
+
+fn stat(out: &RunOutput, name: &str) -> f64 {
+    out.summary
+        .policy_stats
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no stat {name}"))
+        .1
+}
+
+/// MEMTIS with its intervals scaled to a 32 MiB footprint (fast tier ~1000 pages at
+/// 1:8): adaptation about once per fast tier's worth of samples, cooling 20× that (the
+/// paper's 100 000 : 2 000 000), kmigrated every 10 ms and the CPU check every 20 ms.
+fn scaled() -> MemtisConfig {
+    MemtisConfig {
+        adapt_interval_samples: 1_000,
+        cooling_interval_samples: 20_000,
+        kmigrated_interval_ms: 10,
+        cpu_check_interval_ms: 20,
+        ..MemtisConfig::default()
+    }
+}
+
+fn memtis(cfg: MemtisConfig) -> Box<dyn Policy> {
+    Box::new(Memtis::new(cfg))
+}
+
+/// A cxl machine at `ratio` without an LLC (every access reaches memory and can be
+/// sampled; the footprints here would fit in a real LLC).
+fn machine(ratio: &str, thp: ThpMode) -> MachineConfig {
+    MachineConfig {
+        fast: ratio.into(),
+        thp,
+        llc_enabled: false,
+        ..MachineConfig::default()
+    }
+}
+
+fn gups(footprint_mib: u64, nr_updates: u64) -> Box<dyn Workload> {
+    Box::new(Gups::new(
+        &GupsConfig {
+            footprint_mib,
+            nr_updates,
+            ..GupsConfig::default()
+        },
+        7,
+    ))
+}
+
+/// A deterministic xorshift stream for scripts.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+const BASE: u64 = 0x4000_0000;
+const NR_HUGE: u64 = 32;
+
+/// 32 huge pages (64 MiB) on a machine with an 8 MiB fast tier (4 huge pages). In
+/// every huge page only the first `written` subpages are ever written (the rest is
+/// THP bloat, Btree-like when small); `hot_of(h)` lists the hot subpages of huge page
+/// `h`. 90% of the reads go to hot subpages, 10% anywhere in the written part.
+fn huge_page_script(written: u64, hot_of: &dyn Fn(u64) -> Vec<u64>, nr_reads: u64) -> Script {
+    let len = NR_HUGE * HUGE_PAGE_SIZE;
+    let mut ops = Vec::new();
+    for h in 0..NR_HUGE {
+        for j in 0..written {
+            ops.push(write(BASE + (h * SUBPAGES_PER_HUGE + j) * PAGE_SIZE, 0));
+        }
+    }
+    let hot: Vec<u64> = (0..NR_HUGE)
+        .flat_map(|h| {
+            hot_of(h)
+                .into_iter()
+                .map(move |j| h * SUBPAGES_PER_HUGE + j)
+        })
+        .collect();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for _ in 0..nr_reads {
+        let r = rng.next();
+        let page = if !r.is_multiple_of(10) {
+            hot[(r >> 8) as usize % hot.len()]
+        } else {
+            let h = (r >> 8) % NR_HUGE;
+            h * SUBPAGES_PER_HUGE + (r >> 20) % written
+        };
+        ops.push(read(BASE + page * PAGE_SIZE + (r >> 40) % 64 * 64, 0));
+    }
+    Script::new(len).process(&[(BASE, len)], ops)
+}
+
+fn huge_machine() -> MachineConfig {
+    MachineConfig {
+        thp: ThpMode::Always,
+        ..small_machine(8, 256)
+    }
+}
+
+/// Intervals for the 64 MiB scripts: adaptation every ~2 fast tiers' worth of
+/// samples, cooling 20× that, one sample in 20 loads.
+fn huge_script_cfg() -> MemtisConfig {
+    MemtisConfig {
+        load_period_ladder_events: vec![20],
+        adapt_interval_samples: 1_000,
+        cooling_interval_samples: 20_000,
+        kmigrated_interval_ms: 10,
+        ..MemtisConfig::default()
+    }
+}
+
+/// §6.3.3 and spec §7 oracles 18, 21, 22: huge pages with 8 hot subpages in 64 written
+/// (12.5% utilisation, the rest bloat). Hot subpages are 256 pages, one eighth of the
+/// fast tier, but as huge pages they are 32 while the fast tier holds 4. With the
+/// split MEMTIS breaks the skewed pages up, frees the never-written subpages and
+/// serves most accesses from the fast tier; MEMTIS-NS cannot.
+#[test]
+fn split_helps_a_skewed_low_utilisation_workload() {
+    let hot_of = |h: u64| (0..8).map(|k| (h * 7 + k * 8) % 64).collect::<Vec<_>>();
+    let runs: Vec<(RunOutput, tierkit_sim::machine::Machine)> = [true, false]
+        .into_iter()
+        .map(|split| {
+            let cfg = MemtisConfig {
+                split,
+                ..huge_script_cfg()
+            };
+            let w = huge_page_script(64, &hot_of, 2_000_000);
+            run(
+                &huge_machine(),
+                &SimConfig::default(),
+                memtis(cfg),
+                Box::new(w),
+            )
+        })
+        .collect();
+    let (with, ns) = (&runs[0].0, &runs[1].0);
+    // The gap between eHR and rHR-NS is what triggers the split (§6.3.3: 64% for Silo).
+    assert!(
+        stat(ns, "ehr_mean") - stat(ns, "rhr_mean") > 0.3,
+        "eHR {} rHR-NS {}",
+        stat(ns, "ehr_mean"),
+        stat(ns, "rhr_mean")
+    );
+    assert_eq!(stat(ns, "huge_pages_split"), 0.0);
+    assert!(
+        stat(with, "huge_pages_split") >= 16.0,
+        "{}",
+        stat(with, "huge_pages_split")
+    );
+    // Never-written subpages are freed: the RSS shrinks (Btree-like bloat, §6.2.5).
+    assert!(stat(with, "split_freed_pages") > 0.0);
+    let rss = |m: &tierkit_sim::machine::Machine| m.spaces[0].rss_pages;
+    assert!(
+        rss(&runs[0].1) < rss(&runs[1].1),
+        "{} vs {}",
+        rss(&runs[0].1),
+        rss(&runs[1].1)
+    );
+    // And the fast tier serves far more of the accesses, so the run is faster.
+    let (fw, fns) = (with.summary.fast_access_ratio, ns.summary.fast_access_ratio);
+    assert!(
+        fw > fns + 0.2,
+        "fast access ratio with split {fw}, without {fns}"
+    );
+    assert!(with.summary.sim_seconds < ns.summary.sim_seconds);
+    // The histograms still count exactly the resident memory after splits and frees.
+    assert_eq!(stat(with, "hist_total_pages"), rss(&runs[0].1) as f64);
+}
+
+/// §6.3.3 and spec §7 oracle 17: when hot huge pages are used uniformly (every
+/// subpage), eHR does not exceed rHR by 5% and nothing is split.
+#[test]
+fn split_does_nothing_on_uniform_huge_pages() {
+    // The 3 hot huge pages are the last ones (first touch leaves them slow) and all
+    // 512 subpages of each are equally hot.
+    let hot_of = |h: u64| {
+        if h >= NR_HUGE - 3 {
+            (0..512).collect()
+        } else {
+            Vec::new()
+        }
+    };
+    let w = huge_page_script(512, &hot_of, 2_000_000);
+    let (out, _) = run(
+        &huge_machine(),
+        &SimConfig::default(),
+        memtis(huge_script_cfg()),
+        Box::new(w),
+    );
+    assert!(stat(&out, "coolings") >= 2.0);
+    assert_eq!(stat(&out, "huge_pages_split"), 0.0);
+    assert!(stat(&out, "ehr_last") - stat(&out, "rhr_last") < 0.05);
+    // The hot huge pages were promoted whole and serve the accesses.
+    assert!(
+        out.summary.fast_access_ratio > 0.8,
+        "{}",
+        out.summary.fast_access_ratio
+    );
+}
+
+/// §6.3.1 and spec §7 oracles 1–2: the identified hot set never exceeds the fast tier
+/// at an adaptation and, in steady state, stays close to it, whatever its size.
+#[test]
+fn hot_set_tracks_fast_tier_size() {
+    for ratio in ["1:8", "1:4"] {
+        let (out, _) = run(
+            &machine(ratio, ThpMode::Never),
+            &SimConfig::default(),
+            memtis(scaled()),
+            gups(32, 5_000_000),
+        );
+        let max = stat(&out, "hot_set_fraction_max");
+        let steady = stat(&out, "hot_set_fraction_steady_mean");
+        assert!(stat(&out, "adaptations") >= 10.0);
+        assert!(max <= 1.0, "{ratio}: hot set above the fast tier ({max})");
+        assert!(
+            steady > 0.5,
+            "{ratio}: steady hot set only {steady} of the fast tier"
+        );
+    }
+}
+
+/// §6.3.2 and spec §7 oracle 13: the warm band cuts migration traffic when pages
+/// hover around the hot threshold and cold pages sit in the fast tier: with the band
+/// the cold ones go first and the hovering ones stay; without it both are victims and
+/// the hovering ones come back. (On steady synthetic workloads the two runs are
+/// identical: see the docs.)
+#[test]
+fn warm_set_reduces_migration_traffic() {
+    let bytes = |warm_set: bool| {
+        let cfg = MemtisConfig {
+            warm_set,
+            ..huge_script_cfg()
+        };
+        let (out, _) = run(
+            &small_machine(4, 256),
+            &SimConfig::default(),
+            memtis(cfg),
+            Box::new(warm_script(8_000_000)),
+        );
+        assert!(stat(&out, "coolings") >= 10.0);
+        (out.summary.migrated_bytes, stat(&out, "demoted_warm_pages"))
+    };
+    let (with, warm_demoted) = bytes(true);
+    let (without, _) = bytes(false);
+    // Warm pages are still demoted when no cold page is left (§4.2.1).
+    assert!(warm_demoted > 0.0);
+    assert!(
+        (with as f64) < 0.97 * without as f64,
+        "warm set {with} B vs no warm set {without} B"
+    );
+}
+
+/// Fig. 5 shape and spec §7 oracle 10: on GUPS at 1:8, MEMTIS finds the hot set that
+/// starts on the slow tier and runs faster than first-touch and autonuma, with all
+/// migration off the application's critical path (no stall charged to it).
+#[test]
+fn beats_autonuma_and_first_touch_on_gups() {
+    let m = machine("1:8", ThpMode::Never);
+    let sim = SimConfig::default();
+    let (mt, _) = run(&m, &sim, memtis(scaled()), gups(32, 5_000_000));
+    let (ft, _) = run(&m, &sim, Box::new(FirstTouch), gups(32, 5_000_000));
+    // AutoNUMA's scan timings scaled by the same 50× as kmigrated's, so that it scans
+    // during the run; it still cannot promote into a fast tier that first touch
+    // filled, having no demotion (§6.2.2).
+    let scan = NumaScanConfig {
+        scan_delay_ms: 20,
+        scan_period_min_ms: 20,
+        scan_period_max_ms: 1_200,
+        ..NumaScanConfig::default()
+    };
+    let (an, _) = run(
+        &m,
+        &sim,
+        Box::new(Autonuma::new(AutonumaConfig { scan })),
+        gups(32, 5_000_000),
+    );
+    assert!(an.summary.hint_faults > 0, "autonuma scanned");
+    let t = |o: &RunOutput| o.summary.sim_seconds;
+    assert!(
+        t(&mt) < 0.9 * t(&ft),
+        "memtis {} vs first-touch {}",
+        t(&mt),
+        t(&ft)
+    );
+    assert!(
+        t(&mt) < 0.9 * t(&an),
+        "memtis {} vs autonuma {}",
+        t(&mt),
+        t(&an)
+    );
+    assert!(mt.summary.fast_access_ratio > 0.5);
+    assert_eq!(mt.summary.app_tiering_stall_seconds, 0.0);
+    assert_eq!(mt.summary.hint_faults, 0);
+}
+
+/// §4.1.1, §6.3.5 and spec §7 oracle 25: a miss-heavy workload (four GUPS threads)
+/// drives the load period up until ksampled is back within its budget; a light one
+/// keeps the initial period of 200.
+#[test]
+fn sampler_holds_its_cpu_budget() {
+    let heavy = Box::new(Gups::new(
+        &GupsConfig {
+            footprint_mib: 32,
+            nr_updates: 4_000_000,
+            nr_threads: 4,
+            ..GupsConfig::default()
+        },
+        7,
+    ));
+    let (out, _) = run(
+        &machine("1:8", ThpMode::Never),
+        &SimConfig::default(),
+        memtis(scaled()),
+        heavy,
+    );
+    assert!(stat(&out, "load_period_events") > 200.0);
+    assert!(stat(&out, "period_steps_up") >= 2.0);
+    let cpu = stat(&out, "sampler_cpu_pct_ema");
+    assert!(cpu <= 3.5, "sampler at {cpu}% of a core");
+    // 1 µs of compute between updates: a tenth of the miss rate.
+    let light = Box::new(Gups::new(
+        &GupsConfig {
+            footprint_mib: 32,
+            nr_updates: 1_000_000,
+            gap_ns: 1_000,
+            ..GupsConfig::default()
+        },
+        7,
+    ));
+    let (out, _) = run(
+        &machine("1:8", ThpMode::Never),
+        &SimConfig::default(),
+        memtis(scaled()),
+        light,
+    );
+    assert_eq!(stat(&out, "load_period_events"), 200.0);
+    assert!(stat(&out, "sampler_cpu_pct_ema") < 2.5);
+}
+
+#[test]
+fn default_config_validates_and_errors_name_the_field() {
+    MemtisConfig::default().validate().unwrap();
+    let bad = MemtisConfig {
+        alpha: 1.5,
+        ..MemtisConfig::default()
+    };
+    assert!(bad.validate().unwrap_err().contains("policy.alpha"));
+    let bad = MemtisConfig {
+        load_period_ladder_events: vec![300, 200],
+        ..MemtisConfig::default()
+    };
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .contains("load_period_ladder_events"));
+    let bad = MemtisConfig {
+        cpu_hysteresis_pct: 3.0,
+        ..MemtisConfig::default()
+    };
+    assert!(bad.validate().unwrap_err().contains("cpu_hysteresis_pct"));
+}
+
+/// A workload whose fast tier holds, after first touch, an intermittently used set W
+/// (128 pages, on for two cooling intervals, off for two) and an idle pool C (700
+/// pages), while a hot window of 32 pages moves through the slow tier and 3000
+/// lukewarm pages there keep the hot threshold just above W's off-phase hotness.
+fn warm_script(nr_reads: u64) -> Script {
+    const W: u64 = 128;
+    const C: u64 = 700;
+    const P: u64 = 3000;
+    const WIN: u64 = 32;
+    let total = 8192u64;
+    let len = total * PAGE_SIZE;
+    let mut ops = Vec::new();
+    for p in 0..total {
+        ops.push(write(BASE + p * PAGE_SIZE, 0));
+    }
+    let p_start = W + C + 200;
+    let win_start = p_start + P;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for i in 0..nr_reads {
+        let r = rng.next();
+        let w_on = (i / 800_000) % 2 == 0;
+        let win = win_start + ((i / 200_000) * WIN) % (total - win_start - WIN);
+        let x = r % 100;
+        let page = if w_on && x < 5 {
+            (r >> 8) % W
+        } else if x < 35 {
+            p_start + (r >> 8) % P
+        } else {
+            win + (r >> 8) % WIN
+        };
+        ops.push(read(BASE + page * PAGE_SIZE, 0));
+    }
+    Script::new(len).process(&[(BASE, len)], ops)
+}
+
+/// Prints the numbers behind `docs/policies/memtis.md` ("Measured, small scale"):
+/// `cargo test -p tierkit-policies --lib report_numbers -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn report_numbers() {
+    let show = |label: &str, out: &RunOutput| {
+        let s = &out.summary;
+        eprintln!(
+            "{label}: sim {:.4}s fast {:.4} promoted {} demoted {} migrated {} splits {} freed {} ehr {:.3} rhr {:.3} hotfrac max {:.3} steady {:.3} period {} cpu {:.2}",
+            s.sim_seconds, s.fast_access_ratio, s.promoted_pages, s.demoted_pages, s.migrated_bytes,
+            stat(out, "huge_pages_split"), stat(out, "split_freed_pages"), stat(out, "ehr_mean"), stat(out, "rhr_mean"),
+            stat(out, "hot_set_fraction_max"), stat(out, "hot_set_fraction_steady_mean"), stat(out, "load_period_events"), stat(out, "sampler_cpu_pct_ema"));
+    };
+    let hot_of = |h: u64| (0..8).map(|k| (h * 7 + k * 8) % 64).collect::<Vec<_>>();
+    for split in [true, false] {
+        let cfg = MemtisConfig {
+            split,
+            ..huge_script_cfg()
+        };
+        let (out, m) = run(
+            &huge_machine(),
+            &SimConfig::default(),
+            memtis(cfg),
+            Box::new(huge_page_script(64, &hot_of, 2_000_000)),
+        );
+        show(
+            &format!("skewed split={split} rss={}", m.spaces[0].rss_pages),
+            &out,
+        );
+    }
+    let uni = |h: u64| {
+        if h >= NR_HUGE - 3 {
+            (0..512).collect()
+        } else {
+            Vec::new()
+        }
+    };
+    let (out, _) = run(
+        &huge_machine(),
+        &SimConfig::default(),
+        memtis(huge_script_cfg()),
+        Box::new(huge_page_script(512, &uni, 2_000_000)),
+    );
+    show("uniform", &out);
+    for ratio in ["1:8", "1:4"] {
+        let (out, _) = run(
+            &machine(ratio, ThpMode::Never),
+            &SimConfig::default(),
+            memtis(scaled()),
+            gups(32, 5_000_000),
+        );
+        show(&format!("gups {ratio}"), &out);
+    }
+    for w in [true, false] {
+        let cfg = MemtisConfig {
+            warm_set: w,
+            ..huge_script_cfg()
+        };
+        let (out, _) = run(
+            &small_machine(4, 256),
+            &SimConfig::default(),
+            memtis(cfg),
+            Box::new(warm_script(8_000_000)),
+        );
+        show(&format!("warm={w}"), &out);
+    }
+    let m = machine("1:8", ThpMode::Never);
+    let (ft, _) = run(
+        &m,
+        &SimConfig::default(),
+        Box::new(FirstTouch),
+        gups(32, 5_000_000),
+    );
+    show_plain("first-touch", &ft);
+    let scan = NumaScanConfig {
+        scan_delay_ms: 20,
+        scan_period_min_ms: 20,
+        scan_period_max_ms: 1_200,
+        ..NumaScanConfig::default()
+    };
+    let (an, _) = run(
+        &m,
+        &SimConfig::default(),
+        Box::new(Autonuma::new(AutonumaConfig { scan })),
+        gups(32, 5_000_000),
+    );
+    show_plain("autonuma", &an);
+}
+
+/// One line of `report_numbers` for a policy without MEMTIS's stats.
+fn show_plain(label: &str, out: &RunOutput) {
+    eprintln!(
+        "{label}: sim {:.4}s fast {:.4}",
+        out.summary.sim_seconds, out.summary.fast_access_ratio
+    );
+}
