@@ -162,6 +162,17 @@ impl Pmbench {
     /// # Panics
     /// If `cfg` does not pass [`PmbenchConfig::validate`].
     pub fn new(cfg: &PmbenchConfig, seed: u64) -> Self {
+        Self::for_process(cfg, seed, 0)
+    }
+
+    /// Build one pmbench instance that runs as process `process` of a larger
+    /// workload (`pmbench-ladder`): its threads draw from
+    /// `thread_rng(seed, process, thread)`, so every instance has its own streams.
+    /// Drive it with [`Pmbench::fill_thread`].
+    ///
+    /// # Panics
+    /// If `cfg` does not pass [`PmbenchConfig::validate`].
+    pub(crate) fn for_process(cfg: &PmbenchConfig, seed: u64, process: usize) -> Self {
         if let Err(e) = cfg.validate() {
             panic!("invalid pmbench config: {e}");
         }
@@ -174,7 +185,7 @@ impl Pmbench {
                 let (init_next, init_end) = common::share(pages, cfg.nr_threads, t);
                 let (lo, hi) = common::share(nr_accesses, cfg.nr_threads, t);
                 ThreadState {
-                    rng: thread_rng(seed, 0, t),
+                    rng: thread_rng(seed, process, t),
                     init_next,
                     init_end,
                     accesses_left: hi - lo,
@@ -223,12 +234,46 @@ impl Workload for Pmbench {
 
     fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
         if process == 0 {
-            out.push(self.region.mmap_op());
+            self.push_prologue(out);
         }
     }
 
     fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
-        if process != 0 || thread >= self.threads.len() {
+        if process == 0 {
+            self.fill_thread(thread, out);
+        }
+    }
+
+    fn expected_accesses(&self) -> Option<u64> {
+        Some(self.expected_accesses)
+    }
+}
+
+impl Pmbench {
+    /// The mapping of the instance's region (what its process's prologue maps).
+    pub(crate) fn push_prologue(&self, out: &mut Vec<Op>) {
+        out.push(self.region.mmap_op());
+    }
+
+    /// Number of threads.
+    pub(crate) fn nr_threads(&self) -> u32 {
+        self.nr_threads
+    }
+
+    /// Memory-level parallelism.
+    pub(crate) fn mlp(&self) -> f64 {
+        self.mlp
+    }
+
+    /// Compute time before each measured access, in ns.
+    pub(crate) fn delay_ns(&self) -> u32 {
+        self.delay_ns
+    }
+
+    /// The next batch of thread `thread` of this instance, whatever process id it
+    /// runs as (the body of [`Workload::fill`], shared with `pmbench-ladder`).
+    pub(crate) fn fill_thread(&mut self, thread: usize, out: &mut Vec<Op>) {
+        if thread >= self.threads.len() {
             return;
         }
         out.reserve(BATCH_OPS);
@@ -269,10 +314,6 @@ impl Workload for Pmbench {
             }
         }
         t.accesses_left -= n;
-    }
-
-    fn expected_accesses(&self) -> Option<u64> {
-        Some(self.expected_accesses)
     }
 }
 

@@ -143,6 +143,26 @@ impl Zipfian {
         ((rank + 1) as f64).powf(-self.theta) / self.zeta_n
     }
 
+    /// Extend the range to `[0, n)`, `n` at least the current size, as YCSB's
+    /// `ZipfianGenerator` does when its item count grows (the `latest` distribution
+    /// of YCSB-D draws over the keys inserted so far): `zeta(n)` is extended term by
+    /// term and `eta` recomputed, so growing by one costs two `powf`.
+    ///
+    /// # Panics
+    /// If `n` is smaller than the current size.
+    pub fn grow(&mut self, n: u64) {
+        assert!(n >= self.n, "a zipfian range can only grow");
+        for i in self.n + 1..=n {
+            self.zeta_n += (i as f64).powf(-self.theta);
+        }
+        self.n = n;
+        if n > 2 {
+            // `rank1_limit` is zeta(2, theta) = 1 + 0.5^theta.
+            self.eta = (1.0 - (2.0 / n as f64).powf(1.0 - self.theta))
+                / (1.0 - self.rank1_limit / self.zeta_n);
+        }
+    }
+
     /// Draw a rank in `[0, n)`; rank 0 is the most popular.
     #[inline]
     pub fn sample<R: RngCore + ?Sized>(&self, rng: &mut R) -> u64 {
@@ -302,6 +322,21 @@ mod tests {
         let hits = (0..draws).filter(|_| s.sample(&mut r) == hot).count() as f64;
         let expected = s.ranks().probability(0);
         assert!((hits / draws as f64 / expected - 1.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn grown_sampler_equals_one_built_at_the_final_size() {
+        let mut g = Zipfian::new(1000, 0.99);
+        for n in [1001, 1500, 1500, 4000] {
+            g.grow(n);
+        }
+        let b = Zipfian::new(4000, 0.99);
+        assert_eq!(g.n(), 4000);
+        assert!((g.zeta_n() / b.zeta_n() - 1.0).abs() < 1e-12);
+        let (mut r1, mut r2) = (rng(5), rng(5));
+        for _ in 0..10_000 {
+            assert_eq!(g.sample(&mut r1), b.sample(&mut r2));
+        }
     }
 
     #[test]

@@ -1,19 +1,13 @@
 //! `zipf-kv`: YCSB-style point lookups in a hash-indexed store of fixed-size records.
 //!
-//! The store is two arrays, each its own anonymous mapping as a real store's big
-//! allocations would be:
-//! - a **hash index** of `nr_records` 8-byte buckets (one bucket per record: a load
-//!   factor of 1, with the bucket chosen by hashing the key), and
-//! - a **record array** of `nr_records × record_bytes`, record `k` at offset
-//!   `k × record_bytes` (the store is loaded in key order).
+//! The store is the shared hash-indexed layout of [`crate::kv`]: a hash index of
+//! `nr_records` 8-byte buckets (one bucket per record: a load factor of 1) and a record
+//! array of `nr_records × record_bytes`, each its own anonymous mapping.
 //!
 //! Stream of each thread:
 //! 1. **load**: its contiguous share of the keys, in order; per record one write of
-//!    the record's first line and one write of its index bucket. Writing every line
-//!    of every record would multiply the load phase by `record_bytes / 64` (16× at the
-//!    default) for no benefit: since a record is at most one page, every page of the
-//!    record array holds some record's first line, so the load still first-touches
-//!    every page in address order — which is all that placement depends on.
+//!    the record's first line and one write of its index bucket (see [`crate::kv`]
+//!    for why one line is enough).
 //! 2. **operations**: its share of `nr_ops`. Each picks a key from a scrambled
 //!    zipfian (YCSB's default request distribution, see [`crate::zipf`]), reads the
 //!    key's index bucket (after `gap_ns` of request processing), then the first
@@ -24,16 +18,18 @@
 use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE};
+use tierkit_core::{Op, ProcessShape, Workload, WorkloadShape, CACHE_LINE};
 
 use crate::common;
+use crate::kv::{self, KvStore};
 use crate::layout::{Layout, Mapping};
 use crate::zipf::{fnv1a64, Zipfian};
 use crate::{thread_rng, BATCH_OPS};
+#[cfg(test)]
+use tierkit_core::PAGE_SIZE;
 
 const NAME: &str = "zipf-kv";
-/// Bytes per index bucket (one pointer).
-pub const BUCKET_BYTES: u64 = 8;
+pub use crate::kv::BUCKET_BYTES;
 
 /// Configuration of [`ZipfKv`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -95,23 +91,8 @@ impl ZipfKvConfig {
     /// Check every field; the error names the field and its valid range.
     pub fn validate(&self) -> Result<(), String> {
         common::check_positive(NAME, "nr_records", self.nr_records)?;
-        // A mask rather than `is_multiple_of`, which is newer than the workspace MSRV.
-        if !(self.record_bytes >= CACHE_LINE
-            && self.record_bytes <= PAGE_SIZE
-            && self.record_bytes & (CACHE_LINE - 1) == 0)
-        {
-            return Err(format!(
-                "{NAME}.record_bytes must be a multiple of {CACHE_LINE} in [{CACHE_LINE}, {PAGE_SIZE}], got {}",
-                self.record_bytes
-            ));
-        }
-        let max_lines = self.record_bytes / CACHE_LINE;
-        if !(1..=max_lines).contains(&u64::from(self.lines_per_op)) {
-            return Err(format!(
-                "{NAME}.lines_per_op must be in [1, record_bytes / 64] = [1, {max_lines}], got {}",
-                self.lines_per_op
-            ));
-        }
+        kv::check_record_bytes(NAME, self.record_bytes)?;
+        kv::check_lines_per_op(NAME, self.lines_per_op, self.record_bytes)?;
         if !(self.theta > 0.0 && self.theta < 1.0) {
             return Err(format!(
                 "{NAME}.theta must be in (0, 1), got {}",
@@ -142,10 +123,8 @@ struct ThreadState {
 /// The zipfian key-value generator (see the module docs).
 #[derive(Debug, Clone)]
 pub struct ZipfKv {
-    index: Mapping,
-    records: Mapping,
+    store: KvStore,
     nr_records: u64,
-    record_bytes: u64,
     lines_per_op: u64,
     zipf: Zipfian,
     scrambled: bool,
@@ -168,9 +147,8 @@ impl ZipfKv {
         }
         let nr_records = common::scaled(cfg.nr_records, cfg.scale).max(1);
         let nr_ops = common::scaled(cfg.nr_ops, cfg.scale);
-        let mut layout = Layout::new();
-        let index = layout.map(nr_records * BUCKET_BYTES, VmaKind::Anon);
-        let records = layout.map(nr_records * cfg.record_bytes, VmaKind::Anon);
+        // One bucket per record: a load factor of 1.
+        let store = KvStore::new(&mut Layout::new(), nr_records, nr_records, cfg.record_bytes);
         let lines_per_op = u64::from(cfg.lines_per_op);
         let threads = (0..cfg.nr_threads as usize)
             .map(|t| {
@@ -185,10 +163,8 @@ impl ZipfKv {
             })
             .collect();
         ZipfKv {
-            index,
-            records,
+            store,
             nr_records,
-            record_bytes: cfg.record_bytes,
             lines_per_op,
             zipf: Zipfian::new(nr_records, cfg.theta),
             scrambled: cfg.scrambled,
@@ -203,12 +179,12 @@ impl ZipfKv {
 
     /// The hash index's mapping.
     pub fn index(&self) -> Mapping {
-        self.index
+        self.store.index
     }
 
     /// The record array's mapping.
     pub fn records(&self) -> Mapping {
-        self.records
+        self.store.records
     }
 
     /// Number of records (after `scale`).
@@ -219,15 +195,13 @@ impl ZipfKv {
     /// Address of `key`'s index bucket.
     #[inline]
     pub fn bucket_addr(&self, key: u64) -> u64 {
-        // A different hash from the FNV scrambling, so that bucket order is unrelated
-        // to popularity order.
-        self.index.addr + common::reduce(common::mix64(key), self.nr_records) * BUCKET_BYTES
+        self.store.bucket_addr(key)
     }
 
     /// Address of the first byte of `key`'s record.
     #[inline]
     pub fn record_addr(&self, key: u64) -> u64 {
-        self.records.addr + key * self.record_bytes
+        self.store.record_addr(key)
     }
 
     /// The key that zipfian rank `rank` maps to (rank 0 is the hottest key).
@@ -249,14 +223,14 @@ impl Workload for ZipfKv {
                 nr_threads: self.nr_threads,
                 mlp: self.mlp,
             }],
-            footprint_bytes: self.index.len + self.records.len,
+            footprint_bytes: self.store.index.len + self.store.records.len,
         }
     }
 
     fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
         if process == 0 {
-            out.push(self.index.mmap_op());
-            out.push(self.records.mmap_op());
+            out.push(self.store.index.mmap_op());
+            out.push(self.store.records.mmap_op());
         }
     }
 
@@ -269,18 +243,7 @@ impl Workload for ZipfKv {
 
         // Load: record header write, then index bucket write, key by key.
         let n_load = (t.load_end - t.load_next).min(BATCH_OPS as u64 / 2);
-        for key in t.load_next..t.load_next + n_load {
-            out.push(Op::Access {
-                addr: self.record_addr(key),
-                write: true,
-                gap_ns: 0,
-            });
-            out.push(Op::Access {
-                addr: self.bucket_addr(key),
-                write: true,
-                gap_ns: 0,
-            });
-        }
+        self.store.push_load(t.load_next, t.load_next + n_load, out);
         t.load_next += n_load;
 
         // Operations in the rest of the batch.
