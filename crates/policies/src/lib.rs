@@ -23,12 +23,18 @@ pub mod autotiering;
 pub mod damon;
 pub mod damon_tiering;
 pub mod first_touch;
+pub mod freqtier;
 pub mod hemem;
 pub mod linux_tiering;
 pub mod lru;
 pub mod memtis;
+pub mod mglru_pd;
+pub mod multiclock;
+pub mod nimble;
 pub mod numa_scan;
 pub mod oracle;
+pub mod pet;
+pub mod thermostat;
 pub mod tpp;
 // registry: modules (one `pub mod name;` line per policy or shared mechanism, sorted)
 
@@ -37,10 +43,16 @@ pub use autonuma::{Autonuma, AutonumaConfig};
 pub use autotiering::{Autotiering, AutotieringConfig, AutotieringMode};
 pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
+pub use freqtier::{FreqTier, FreqTierConfig};
 pub use hemem::{Hemem, HememConfig};
 pub use linux_tiering::{LinuxTiering, LinuxTieringConfig};
 pub use memtis::{Memtis, MemtisConfig};
+pub use mglru_pd::{MglruPd, MglruPdConfig};
+pub use multiclock::{MultiClock, MultiClockConfig};
+pub use nimble::{Nimble, NimbleConfig};
 pub use oracle::{Oracle, OracleConfig, OracleStatic, OracleStaticConfig};
+pub use pet::{Pet, PetConfig};
+pub use thermostat::{Thermostat, ThermostatConfig};
 pub use tpp::{Tpp, TppConfig};
 // registry: re-exports
 
@@ -70,6 +82,18 @@ pub enum PolicyConfig {
     Autotiering(AutotieringConfig),
     /// MEMTIS (SOSP'23): PEBS hotness histogram sized to the fast tier, warm band, cooling, skew-aware huge-page split.
     Memtis(MemtisConfig),
+    /// FreqTier: PEBS samples into a 4-bit counting Bloom filter, watermark demotion scan, adaptive intensity.
+    Freqtier(FreqTierConfig),
+    /// MULTI-CLOCK (HPCA'22): per-tier CLOCK lists with a promote list, kpromoted every 1 s, demotion through reclaim.
+    Multiclock(MultiClockConfig),
+    /// Nimble's page selection (ASPLOS'19) as MULTI-CLOCK re-implemented it: fixed 1024 top active slow pages per second, exchange when full.
+    Nimble(NimbleConfig),
+    /// PET (EuroSys'25): proactive multi-phase demotion of P-blocks (anonymous mmaps), canary pages, R_promo fault budget.
+    Pet(PetConfig),
+    /// PET's Base+PD: linux-tiering promotion plus proactive demotion of the oldest MGLRU generation every 10 s.
+    MglruPd(MglruPdConfig),
+    /// Thermostat (ASPLOS'17) as PET describes it: 5% of 2 MiB regions sampled, 50 poisoned pages each, 3% slowdown budget.
+    Thermostat(ThermostatConfig),
     // registry: variants (one line each, a doc comment above it)
 }
 
@@ -88,6 +112,12 @@ impl PolicyConfig {
             ("hemem", "HeMem (SOSP'21): PEBS samples per 2 MiB page, hot at 4 reads or 4 writes, halve all counts when one passes 10; a 10 ms thread promotes hot slow pages, demoting cold fast ones"),
             ("autotiering", "AutoTiering (ATC'21): hint faults build an 8-bit LAP history; mode opm-bd (default) promotes into a pool refilled by background demotion of least-accessed pages, opm/opmx demote/exchange in the fault, cpm promotes only into free space"),
             ("memtis", "MEMTIS (SOSP'23): PEBS samples into an exponential hotness histogram; hot threshold sized to the fast tier, warm band kept, cooling by halving, 500 ms background migration, skewed huge pages split when eHR exceeds rHR"),
+            ("freqtier", "FreqTier (CXL, U. Toronto): PEBS samples counted in a 4-bit counting Bloom filter; promote slow pages reaching the hot threshold (sized to the fast tier) per 100K-sample batch; checkpointed linear scan demotes cold pages between two watermarks; sampling 100/10/1 kHz then monitoring as the hit ratio settles"),
+            ("multiclock", "MULTI-CLOCK (HPCA'22): accessed-bit CLOCK lists per tier plus a promote list; pages referenced again while active are promoted by kpromoted every 1 s; demotion only through watermark reclaim"),
+            ("nimble", "Nimble page selection (ASPLOS'19, as MULTI-CLOCK re-implemented it): Linux CLOCK lists; every 1 s the top 1024 pages of the slow active list move to the fast tier, exchanged with its coldest pages when full"),
+            ("pet", "PET (EuroSys'25): anonymous mmaps become P-blocks (max 1 GiB); one sampled accessed bit per block every 500 ms; a block cold for a 10 s scan goes PHASE1 (128 MiB temporary blocks), PHASE2 (10% canaries demoted and armed), then its cold runs are demoted whatever the free memory; canary faults over a 360/s budget (th_total, th_block) make kpromoted promote whole blocks"),
+            ("mglru-pd", "PET's Base+PD: linux-tiering's hint-fault promotion plus, every 10 s, an MGLRU aging pass (accessed bits of every fast page) and demotion of the oldest of 4 generations, whatever the free memory"),
+            ("thermostat", "Thermostat (ASPLOS'17) as PET describes it: every 10 s sample 5% of 2 MiB regions, poison 50 accessed 4 KiB pages each and count their faults; demote the coldest within a 3% / 1 us slow-access budget, promote sampled slow regions over it"),
             // registry: describe
         ]
     }
@@ -111,6 +141,12 @@ impl PolicyConfig {
             "hemem" => PolicyConfig::Hemem(Default::default()),
             "autotiering" => PolicyConfig::Autotiering(Default::default()),
             "memtis" => PolicyConfig::Memtis(Default::default()),
+            "freqtier" => PolicyConfig::Freqtier(Default::default()),
+            "multiclock" => PolicyConfig::Multiclock(Default::default()),
+            "nimble" => PolicyConfig::Nimble(Default::default()),
+            "pet" => PolicyConfig::Pet(Default::default()),
+            "mglru-pd" => PolicyConfig::MglruPd(Default::default()),
+            "thermostat" => PolicyConfig::Thermostat(Default::default()),
             // registry: default_for
             _ => return None,
         })
@@ -130,6 +166,12 @@ impl PolicyConfig {
             PolicyConfig::Hemem(_) => "hemem",
             PolicyConfig::Autotiering(_) => "autotiering",
             PolicyConfig::Memtis(_) => "memtis",
+            PolicyConfig::Freqtier(_) => "freqtier",
+            PolicyConfig::Multiclock(_) => "multiclock",
+            PolicyConfig::Nimble(_) => "nimble",
+            PolicyConfig::Pet(_) => "pet",
+            PolicyConfig::MglruPd(_) => "mglru-pd",
+            PolicyConfig::Thermostat(_) => "thermostat",
             // registry: name
         }
     }
@@ -147,6 +189,12 @@ impl PolicyConfig {
             PolicyConfig::Hemem(c) => c.validate(),
             PolicyConfig::Autotiering(c) => c.validate(),
             PolicyConfig::Memtis(c) => c.validate(),
+            PolicyConfig::Freqtier(c) => c.validate(),
+            PolicyConfig::Multiclock(c) => c.validate(),
+            PolicyConfig::Nimble(c) => c.validate(),
+            PolicyConfig::Pet(c) => c.validate(),
+            PolicyConfig::MglruPd(c) => c.validate(),
+            PolicyConfig::Thermostat(c) => c.validate(),
             // registry: validate
         }
     }
@@ -192,6 +240,12 @@ impl PolicyConfig {
             PolicyConfig::Hemem(c) => Box::new(Hemem::new(c.clone())),
             PolicyConfig::Autotiering(c) => Box::new(Autotiering::new(c.clone())),
             PolicyConfig::Memtis(c) => Box::new(Memtis::new(c.clone())),
+            PolicyConfig::Freqtier(c) => Box::new(FreqTier::new(c.clone())),
+            PolicyConfig::Multiclock(c) => Box::new(MultiClock::new(c.clone())),
+            PolicyConfig::Nimble(c) => Box::new(Nimble::new(c.clone())),
+            PolicyConfig::Pet(c) => Box::new(Pet::new(c.clone())),
+            PolicyConfig::MglruPd(c) => Box::new(MglruPd::new(c.clone())),
+            PolicyConfig::Thermostat(c) => Box::new(Thermostat::new(c.clone())),
             // registry: build
         }
     }

@@ -1,0 +1,461 @@
+//! The deterministic parallel-program engine behind the generators whose threads
+//! share state (the graph kernels, liblinear, XGBoost, the stencils).
+//!
+//! A real OpenMP program runs its threads concurrently over shared arrays; what one
+//! thread reads can depend on what another wrote a moment earlier (a BFS claims a
+//! vertex with a compare-and-swap, Afforest links trees another thread is also
+//! linking). A generator, however, must give every thread a stream that depends only
+//! on the seed, never on the order in which the machine asks for the threads'
+//! batches. The engine reconciles the two:
+//!
+//! - A [`Program`] is the real algorithm over host-side arrays, written as a state
+//!   machine whose [`Program::step`] runs one *piece* of work — one grain of one
+//!   thread's share of a parallel loop, or one serial action of the master thread —
+//!   and sends that piece's loads and stores to a [`Sink`], attributed to the thread
+//!   that runs it.
+//! - Pieces run in one fixed global order: the threads of a parallel loop advance
+//!   together grain by grain, round-robin ([`ParFor`]), which is how equally fast
+//!   concurrent threads interleave. Races resolve in that order (the first claimant
+//!   of a vertex in the global order wins its compare-and-swap), so results are as
+//!   deterministic as the seed.
+//! - [`Runner`] drives the program lazily: when the machine asks for thread `t`'s next
+//!   batch, it runs pieces until `t`'s queue holds a batch, queueing the other
+//!   threads' operations for their own turns. Each thread's stream is therefore the
+//!   concatenation of its pieces in global order, whatever the fill order.
+//!
+//! Memory: the queues hold the operations of threads that lag behind the one being
+//! filled, so they grow with the skew between threads' simulated progress (the
+//! machine keeps threads within one time slice of each other, and the work of every
+//! parallel loop is dealt evenly, so the skew stays small). With one thread nothing
+//! is ever queued beyond one batch.
+//!
+//! Two emission conventions keep the streams at the granularity the memory system
+//! sees (a tierkit access is one cache-line load or store):
+//!
+//! - **Sequential streams** (a loop walking an array in address order) emit one
+//!   access per cache line entered ([`Stream`]); the following loads of the same line
+//!   are L1 hits and never leave the core.
+//! - **Data-dependent accesses** (`parent[v]` for a neighbour `v`, `w[feature]`) are
+//!   emitted every time, however close to the previous one: whether they hit in a
+//!   cache is for the simulated LLC to decide.
+
+use std::collections::VecDeque;
+
+use tierkit_core::{Op, PAGE_SIZE};
+
+use crate::common;
+use crate::BATCH_OPS;
+
+/// Bytes per cache line: the unit of one access.
+pub(crate) const LINE_BYTES: u64 = 64;
+
+/// Where a program's memory operations go.
+pub(crate) trait Sink {
+    /// A load (`write == false`) or store by `thread` of the line holding `addr`.
+    fn access(&mut self, thread: usize, addr: u64, write: bool);
+
+    /// A non-access operation (an `mmap` or `munmap` of a short-lived allocation) by
+    /// `thread`.
+    fn op(&mut self, _thread: usize, _op: Op) {}
+
+    /// A named point of the program (the start of a phase). Tests record marks to
+    /// cut the stream into phases; emission ignores them.
+    fn mark(&mut self, _what: &'static str) {}
+}
+
+/// A sink that only counts accesses: how a workload learns its exact
+/// `expected_accesses` by running its program once at construction.
+#[derive(Debug, Default)]
+pub(crate) struct Counter {
+    /// Accesses seen so far.
+    pub accesses: u64,
+}
+
+impl Sink for Counter {
+    #[inline]
+    fn access(&mut self, _thread: usize, _addr: u64, _write: bool) {
+        self.accesses += 1;
+    }
+}
+
+/// A sink that appends to one queue of operations per thread.
+#[derive(Debug)]
+pub(crate) struct Queues {
+    queues: Vec<VecDeque<Op>>,
+    gap_ns: u32,
+}
+
+impl Queues {
+    fn new(nr_threads: u32, gap_ns: u32) -> Self {
+        Queues {
+            queues: (0..nr_threads).map(|_| VecDeque::new()).collect(),
+            gap_ns,
+        }
+    }
+}
+
+impl Sink for Queues {
+    #[inline]
+    fn access(&mut self, thread: usize, addr: u64, write: bool) {
+        self.queues[thread].push_back(Op::Access {
+            addr,
+            write,
+            gap_ns: self.gap_ns,
+        });
+    }
+
+    fn op(&mut self, thread: usize, op: Op) {
+        self.queues[thread].push_back(op);
+    }
+}
+
+/// An algorithm written as a resumable state machine (see the module docs).
+pub(crate) trait Program: Clone + Send {
+    /// Run the next piece of work, sending its operations to `sink`. Returns false,
+    /// having sent nothing, once the program has finished.
+    fn step<S: Sink>(&mut self, sink: &mut S) -> bool;
+}
+
+/// Run a copy of `program` to the end and count its accesses.
+pub(crate) fn count_accesses<P: Program>(program: &P) -> u64 {
+    let mut p = program.clone();
+    let mut c = Counter::default();
+    while p.step(&mut c) {}
+    c.accesses
+}
+
+/// Drives a [`Program`] lazily for [`tierkit_core::Workload::fill`].
+#[derive(Debug)]
+pub(crate) struct Runner<P> {
+    program: P,
+    queues: Queues,
+    finished: bool,
+}
+
+impl<P: Program> Runner<P> {
+    /// A runner over `program` for `nr_threads` threads; every access carries
+    /// `gap_ns` of compute before it.
+    pub(crate) fn new(program: P, nr_threads: u32, gap_ns: u32) -> Self {
+        Runner {
+            program,
+            queues: Queues::new(nr_threads, gap_ns),
+            finished: false,
+        }
+    }
+
+    /// Append thread `thread`'s next batch (at most [`BATCH_OPS`] operations) to
+    /// `out`; nothing once its stream has ended.
+    pub(crate) fn fill(&mut self, thread: usize, out: &mut Vec<Op>) {
+        if thread >= self.queues.queues.len() {
+            return;
+        }
+        while self.queues.queues[thread].len() < BATCH_OPS && !self.finished {
+            self.finished = !self.program.step(&mut self.queues);
+        }
+        let q = &mut self.queues.queues[thread];
+        let n = q.len().min(BATCH_OPS);
+        out.extend(q.drain(..n));
+    }
+}
+
+/// How a parallel loop's iterations are dealt to threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// OpenMP `schedule(static)`: thread `t` gets the `t`-th contiguous block.
+    Blocked,
+    /// OpenMP `schedule(static, c)` or `schedule(dynamic, c)`: chunks of `c`
+    /// iterations dealt round-robin (what `dynamic` amounts to when the threads run
+    /// at the same speed, which is the deterministic stand-in for it).
+    Cyclic(u64),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    next: u64,
+    end: u64,
+    chunk: u64,
+}
+
+/// A parallel `for i in 0..n`, dealt as its [`Schedule`] says and executed grain by
+/// grain, the threads taking turns (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct ParFor {
+    n: u64,
+    schedule: Schedule,
+    grain: u64,
+    cursors: Vec<Cursor>,
+    turn: usize,
+}
+
+impl ParFor {
+    /// A loop over `0..n` for `nr_threads` threads, pieces of at most `grain`
+    /// iterations.
+    pub(crate) fn new(n: u64, nr_threads: u32, schedule: Schedule, grain: u64) -> Self {
+        let nr = nr_threads.max(1);
+        let cursors = (0..nr as usize)
+            .map(|t| match schedule {
+                Schedule::Blocked => {
+                    let (lo, hi) = common::share(n, nr, t);
+                    Cursor {
+                        next: lo,
+                        end: hi,
+                        chunk: 0,
+                    }
+                }
+                Schedule::Cyclic(c) => {
+                    let lo = (t as u64 * c).min(n);
+                    Cursor {
+                        next: lo,
+                        end: (lo + c).min(n),
+                        chunk: t as u64,
+                    }
+                }
+            })
+            .collect();
+        ParFor {
+            n,
+            schedule,
+            grain: grain.max(1),
+            cursors,
+            turn: 0,
+        }
+    }
+
+    /// A loop whose thread `t` runs iterations `blocks[t]` (a static schedule of
+    /// the outer loop of a nest, e.g. whole `k`-planes), pieces of at most `grain`.
+    pub(crate) fn with_blocks(blocks: &[(u64, u64)], grain: u64) -> Self {
+        ParFor {
+            n: blocks.iter().map(|b| b.1).max().unwrap_or(0),
+            schedule: Schedule::Blocked,
+            grain: grain.max(1),
+            cursors: blocks
+                .iter()
+                .map(|&(lo, hi)| Cursor {
+                    next: lo,
+                    end: hi,
+                    chunk: 0,
+                })
+                .collect(),
+            turn: 0,
+        }
+    }
+
+    /// The next piece `(thread, lo, hi)`, or `None` once every iteration was dealt.
+    pub(crate) fn next_piece(&mut self) -> Option<(usize, u64, u64)> {
+        let nr = self.cursors.len();
+        for _ in 0..nr {
+            let t = self.turn;
+            self.turn = (self.turn + 1) % nr;
+            let c = &mut self.cursors[t];
+            if c.next >= c.end {
+                if let Schedule::Cyclic(size) = self.schedule {
+                    c.chunk += nr as u64;
+                    let lo = c.chunk.saturating_mul(size);
+                    if lo < self.n {
+                        c.next = lo;
+                        c.end = (lo + size).min(self.n);
+                    }
+                }
+            }
+            if c.next < c.end {
+                let lo = c.next;
+                let hi = (lo + self.grain).min(c.end);
+                c.next = hi;
+                return Some((t, lo, hi));
+            }
+        }
+        None
+    }
+}
+
+/// One sequential stream through an array: emits an access only when it enters a
+/// new cache line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stream {
+    line: u64,
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream { line: u64::MAX }
+    }
+}
+
+impl Stream {
+    /// Touch the byte at `addr`.
+    #[inline]
+    pub(crate) fn touch<S: Sink>(&mut self, sink: &mut S, thread: usize, addr: u64, write: bool) {
+        let line = addr / LINE_BYTES;
+        if line != self.line {
+            self.line = line;
+            sink.access(thread, addr, write);
+        }
+    }
+
+    /// Touch every byte of `[addr, addr + len)` (`len > 0`).
+    #[inline]
+    pub(crate) fn touch_range<S: Sink>(
+        &mut self,
+        sink: &mut S,
+        thread: usize,
+        addr: u64,
+        len: u64,
+        write: bool,
+    ) {
+        let first = addr / LINE_BYTES;
+        let last = (addr + len - 1) / LINE_BYTES;
+        let start = if first == self.line { first + 1 } else { first };
+        for line in start..=last {
+            sink.access(thread, line * LINE_BYTES, write);
+        }
+        self.line = last;
+    }
+}
+
+/// Load the element `[addr, addr + len)` that a data-dependent access reads: one
+/// access per line it spans (an 8-byte element spans one; a 48-byte record two or
+/// three).
+#[inline]
+pub(crate) fn access_range<S: Sink>(sink: &mut S, thread: usize, addr: u64, len: u64, write: bool) {
+    let first = addr / LINE_BYTES;
+    let last = (addr + len - 1) / LINE_BYTES;
+    sink.access(thread, addr, write);
+    for line in first + 1..=last {
+        sink.access(thread, line * LINE_BYTES, write);
+    }
+}
+
+/// First-touch writes for pages `[lo, hi)` of the array at `base`: one store per
+/// 4 KiB page, the way an initialisation loop faults a fresh allocation in.
+#[inline]
+pub(crate) fn first_touch<S: Sink>(sink: &mut S, thread: usize, base: u64, lo: u64, hi: u64) {
+    for page in lo..hi {
+        sink.access(thread, base + page * PAGE_SIZE, true);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A recording sink for the programs' tests.
+
+    use super::*;
+
+    /// One recorded event.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Event {
+        /// An access by `thread`.
+        Access {
+            /// Thread.
+            thread: usize,
+            /// Address.
+            addr: u64,
+            /// Store?
+            write: bool,
+        },
+        /// Another operation.
+        Op(usize, Op),
+        /// A mark.
+        Mark(&'static str),
+    }
+
+    /// Records everything a program sends, in global order.
+    #[derive(Debug, Default)]
+    pub struct Recorder {
+        /// The events.
+        pub events: Vec<Event>,
+    }
+
+    impl Sink for Recorder {
+        fn access(&mut self, thread: usize, addr: u64, write: bool) {
+            self.events.push(Event::Access {
+                thread,
+                addr,
+                write,
+            });
+        }
+        fn op(&mut self, thread: usize, op: Op) {
+            self.events.push(Event::Op(thread, op));
+        }
+        fn mark(&mut self, what: &'static str) {
+            self.events.push(Event::Mark(what));
+        }
+    }
+
+    /// Run `p` to the end and record it.
+    pub fn record<P: Program>(p: &mut P) -> Vec<Event> {
+        let mut r = Recorder::default();
+        while p.step(&mut r) {}
+        r.events
+    }
+
+    /// The events between the `n`-th mark called `from` (0-based) and the next mark
+    /// of any name.
+    pub fn phase<'a>(events: &'a [Event], from: &str, n: usize) -> &'a [Event] {
+        let starts: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Event::Mark(m) if *m == from))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let start = starts[n];
+        let end = events[start..]
+            .iter()
+            .position(|e| matches!(e, Event::Mark(_)))
+            .map_or(events.len(), |p| start + p);
+        &events[start..end]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pf: &mut ParFor) -> Vec<(usize, u64, u64)> {
+        std::iter::from_fn(|| pf.next_piece()).collect()
+    }
+
+    #[test]
+    fn blocked_loops_cover_each_iteration_once_in_interleaved_grains() {
+        let mut pf = ParFor::new(10, 2, Schedule::Blocked, 2);
+        assert_eq!(
+            pieces(&mut pf),
+            vec![
+                (0, 0, 2),
+                (1, 5, 7),
+                (0, 2, 4),
+                (1, 7, 9),
+                (0, 4, 5),
+                (1, 9, 10)
+            ]
+        );
+    }
+
+    #[test]
+    fn cyclic_loops_deal_chunks_round_robin() {
+        let mut pf = ParFor::new(10, 2, Schedule::Cyclic(3), 8);
+        assert_eq!(
+            pieces(&mut pf),
+            vec![(0, 0, 3), (1, 3, 6), (0, 6, 9), (1, 9, 10)]
+        );
+        // More threads than chunks: the idle threads get nothing.
+        let mut pf = ParFor::new(4, 8, Schedule::Cyclic(3), 8);
+        assert_eq!(pieces(&mut pf), vec![(0, 0, 3), (1, 3, 4)]);
+        assert!(pieces(&mut ParFor::new(0, 3, Schedule::Blocked, 4)).is_empty());
+    }
+
+    #[test]
+    fn streams_emit_one_access_per_line() {
+        let mut r = testing::Recorder::default();
+        let mut s = Stream::default();
+        for i in 0..32u64 {
+            s.touch(&mut r, 0, 4096 + 4 * i, false);
+        }
+        assert_eq!(r.events.len(), 2);
+        let mut s = Stream::default();
+        s.touch_range(&mut r, 1, 60, 8, true); // lines 0 and 1
+        s.touch_range(&mut r, 1, 68, 100, true); // lines 1 (skipped), 2
+        assert_eq!(r.events.len(), 5);
+        access_range(&mut r, 0, 120, 48, false); // lines 1 and 2
+        assert_eq!(r.events.len(), 7);
+    }
+}
