@@ -78,7 +78,7 @@ const MAX_LOOKUP_OPS: usize = 4 * 64 + 8;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BtreeConfig {
-    /// Keys in the tree before `scale` (the benchmark's `-n`). Default 25 600 Ki
+    /// Keys in the tree before `scale` (the benchmark's `-n`). Default 27 000 Ki
     /// (≈ 4 GiB with records, nodes and their arrays). Range [1, 2^32).
     pub nr_keys: u64,
     /// Lookups before `scale` (the benchmark's `-l`), split over the threads.
@@ -102,7 +102,7 @@ pub struct BtreeConfig {
 impl Default for BtreeConfig {
     fn default() -> Self {
         BtreeConfig {
-            nr_keys: 25_600 << 10,
+            nr_keys: 27_000 << 10,
             nr_lookups: 4_000_000,
             order: 6,
             gap_ns: 2,
