@@ -10,3 +10,4 @@ pub mod compare;
 pub mod list;
 pub mod run;
 pub mod run_config;
+pub mod trace_cmd;

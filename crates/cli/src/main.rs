@@ -83,6 +83,9 @@ enum Command {
     },
     /// List policies, workloads and machines with their parameters and defaults.
     List,
+    /// Record, import or capture access traces, or inspect one (see docs/traces.md).
+    #[command(subcommand)]
+    Trace(tierkit::trace_cmd::TraceCommand),
     /// Measure simulated accesses per wall-clock second (median of --reps runs).
     Bench {
         /// Runs per case.
@@ -196,6 +199,7 @@ fn real_main() -> Result<()> {
             println!("report: {}", report.display());
         }
         Command::List => print!("{}", list::listing()),
+        Command::Trace(cmd) => tierkit::trace_cmd::run(cmd)?,
         Command::Bench { reps, accesses } => {
             for case in bench::CASES {
                 let rate = bench::run_case(case, reps, accesses)?;

@@ -73,6 +73,11 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
         .or(args.workload.clone())
         .unwrap_or_else(|| DEFAULT_WORKLOAD.into());
     let wname = args.workload.clone().unwrap_or(wname);
+    // `--workload trace:PATH` is the `trace` workload with `workload.path = PATH`.
+    let (wname, trace_path) = match wname.strip_prefix("trace:") {
+        Some(path) => ("trace".to_string(), Some(path.to_string())),
+        None => (wname, None),
+    };
     let pname = section_name(&root, "policy")?
         .or(args.policy.clone())
         .unwrap_or_else(|| DEFAULT_POLICY.into());
@@ -80,6 +85,9 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
     check_name("workload", &wname, &WorkloadConfig::names())?;
     check_name("policy", &pname, &PolicyConfig::names())?;
     set_section_name(&mut root, "workload", &wname);
+    if let Some(path) = trace_path {
+        set_path(&mut root, "workload.path", toml::Value::String(path))?;
+    }
     set_section_name(&mut root, "policy", &pname);
     if let Some(m) = &args.machine {
         check_name("machine", m, &preset_names())?;

@@ -45,6 +45,7 @@ pub mod liblinear;
 pub mod mix;
 pub mod pmbench_ladder;
 pub mod stencil;
+pub mod trace;
 pub mod xgboost;
 pub mod xsbench;
 pub mod ycsb;
@@ -66,6 +67,7 @@ pub use liblinear::{Liblinear, LiblinearConfig};
 pub use mix::{Mix, MixConfig};
 pub use pmbench_ladder::{PmbenchLadder, PmbenchLadderConfig};
 pub use stencil::{Bwaves, BwavesConfig, Roms, RomsConfig};
+pub use trace::{TraceConfig, TraceWorkload};
 pub use xgboost::{Xgboost, XgboostConfig};
 pub use xsbench::{Xsbench, XsbenchConfig};
 pub use ycsb::{Ycsb, YcsbConfig, YcsbMix};
@@ -121,6 +123,8 @@ pub enum WorkloadConfig {
     GraphCc(GraphCcConfig),
     /// GAP Brandes betweenness centrality on a Kronecker graph.
     GraphBc(GraphBcConfig),
+    /// Replay of a native trace file (`tierkit trace record/import/capture`).
+    Trace(TraceConfig),
     /// MEMTIS's in-memory B+-tree lookups (Mitosis btree).
     Btree(BtreeConfig),
     /// XSBench unionized-grid cross-section lookups.
@@ -152,6 +156,7 @@ impl WorkloadConfig {
             WorkloadConfig::GraphPr(_) => "graph-pr",
             WorkloadConfig::GraphCc(_) => "graph-cc",
             WorkloadConfig::GraphBc(_) => "graph-bc",
+            WorkloadConfig::Trace(_) => "trace",
             WorkloadConfig::Btree(_) => "btree",
             WorkloadConfig::Xsbench(_) => "xsbench",
             WorkloadConfig::Liblinear(_) => "liblinear",
@@ -182,6 +187,7 @@ impl WorkloadConfig {
             "graph-pr" => Some(WorkloadConfig::GraphPr(GraphPrConfig::default())),
             "graph-cc" => Some(WorkloadConfig::GraphCc(GraphCcConfig::default())),
             "graph-bc" => Some(WorkloadConfig::GraphBc(GraphBcConfig::default())),
+            "trace" => Some(WorkloadConfig::Trace(TraceConfig::default())),
             "btree" => Some(WorkloadConfig::Btree(BtreeConfig::default())),
             "xsbench" => Some(WorkloadConfig::Xsbench(XsbenchConfig::default())),
             "liblinear" => Some(WorkloadConfig::Liblinear(LiblinearConfig::default())),
@@ -218,7 +224,8 @@ impl WorkloadConfig {
             ("graph-pr", "GAP pull PageRank (Gauss-Seidel), 2 iterations, on a Kronecker graph (scale 21, edge factor 16)"),
             ("graph-cc", "GAP Afforest connected components, 3 trials, on a Kronecker graph (scale 22, edge factor 16)"),
             ("graph-bc", "GAP Brandes betweenness centrality from 1 random source on a Kronecker graph (scale 21, edge factor 16)"),
-            ("btree", "MEMTIS Btree: random lookups in an order-6 B+ tree of 25 Mi keys whose nodes are scattered over slab arenas"),
+            ("trace", "replay of a native trace file: --workload trace:PATH (from tierkit trace record, import or capture)"),
+            ("btree", "MEMTIS Btree: random lookups in an order-6 B+ tree of 26 Mi keys whose nodes are scattered over slab arenas"),
             ("xsbench", "XSBench: unionized-grid binary search, then each nuclide of a random material (355 nuclides, 4 GiB index grid)"),
             ("liblinear", "LIBLINEAR -s 1: dual coordinate descent epochs over sparse rows, w gathered by Zipf-popular feature ids"),
             ("xgboost", "XGBoost hist-like: per level, stream node rows into gradient histograms, subtract siblings, partition rows"),
@@ -247,6 +254,7 @@ impl WorkloadConfig {
             WorkloadConfig::GraphPr(c) => Box::new(GraphPr::new(c, seed)),
             WorkloadConfig::GraphCc(c) => Box::new(GraphCc::new(c, seed)),
             WorkloadConfig::GraphBc(c) => Box::new(GraphBc::new(c, seed)),
+            WorkloadConfig::Trace(c) => Box::new(TraceWorkload::from_config(c)),
             WorkloadConfig::Btree(c) => Box::new(Btree::new(c, seed)),
             WorkloadConfig::Xsbench(c) => Box::new(Xsbench::new(c, seed)),
             WorkloadConfig::Liblinear(c) => Box::new(Liblinear::new(c, seed)),
@@ -273,6 +281,7 @@ impl WorkloadConfig {
             WorkloadConfig::GraphPr(c) => c.validate(),
             WorkloadConfig::GraphCc(c) => c.validate(),
             WorkloadConfig::GraphBc(c) => c.validate(),
+            WorkloadConfig::Trace(c) => c.validate(),
             WorkloadConfig::Btree(c) => c.validate(),
             WorkloadConfig::Xsbench(c) => c.validate(),
             WorkloadConfig::Liblinear(c) => c.validate(),
@@ -440,6 +449,7 @@ mod tests {
             WorkloadConfig::GraphPr(x) => x.scale = 1.0 / 256.0,
             WorkloadConfig::GraphCc(x) => x.scale = 1.0 / 256.0,
             WorkloadConfig::GraphBc(x) => x.scale = 1.0 / 256.0,
+            WorkloadConfig::Trace(x) => x.scale = 1.0 / 256.0,
             WorkloadConfig::Btree(x) => x.scale = 1.0 / 256.0,
             WorkloadConfig::Xsbench(x) => x.scale = 1.0 / 256.0,
             WorkloadConfig::Liblinear(x) => x.scale = 1.0 / 256.0,
@@ -451,8 +461,13 @@ mod tests {
         c
     }
 
+    /// Every registered generator: all workloads but `trace`, which replays a file
+    /// (its default has no path) and is tested in `trace`.
     fn generators() -> Vec<&'static str> {
-        WorkloadConfig::names().into_iter().collect()
+        WorkloadConfig::names()
+            .into_iter()
+            .filter(|&n| n != "trace")
+            .collect()
     }
 
     #[test]

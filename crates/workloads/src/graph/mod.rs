@@ -50,7 +50,7 @@
 //!
 //! Each parallel loop is dealt to `nr_threads` threads with the schedule GAP's
 //! OpenMP pragma names (static blocks, or round-robin chunks for `dynamic`), and
-//! executed by the deterministic engine of [`engine`]: threads advance together grain
+//! executed by the deterministic engine of `graph/engine.rs`: threads advance together grain
 //! by grain, and races (two threads claiming one vertex) resolve in that order.
 
 use std::sync::Arc;

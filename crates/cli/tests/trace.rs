@@ -1,0 +1,343 @@
+//! End-to-end checks of traces: a recorded generator replays to identical
+//! simulation results, every importer's sample runs through the simulator, a real
+//! program is captured under Valgrind and replayed, and bad input gives one line.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tierkit_core::{Op, Workload};
+use tierkit_policies::PolicyConfig;
+use tierkit_sim::testing::{run, small_machine};
+use tierkit_sim::SimConfig;
+use tierkit_workloads::trace::{record, TraceWorkload};
+use tierkit_workloads::{Gups, GupsConfig};
+
+fn tierkit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tierkit"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tierkit-trace-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(name)
+}
+
+/// Run the binary, insisting on success; returns stdout.
+fn ok(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Run the binary, insisting on failure; returns stderr.
+fn fails(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap();
+    assert!(!o.status.success(), "{cmd:?} should have failed");
+    String::from_utf8(o.stderr).unwrap()
+}
+
+#[test]
+fn recorded_gups_replays_to_identical_summaries_in_the_simulator() {
+    let cfg = GupsConfig {
+        footprint_mib: 32,
+        nr_updates: 300_000,
+        nr_threads: 2,
+        gap_ns: 5,
+        ..GupsConfig::default()
+    };
+    let (bytes, _) = record(&mut Gups::new(&cfg, 11), Cursor::new(Vec::new()), "test").unwrap();
+    let bytes = bytes.into_inner();
+    let machine = small_machine(8, 64);
+    let sim = SimConfig::default();
+    for policy in ["first-touch", "autonuma"] {
+        let p = || {
+            PolicyConfig::default_for(policy)
+                .unwrap()
+                .try_build(&Default::default())
+                .unwrap()
+        };
+        let (a, _) = run(&machine, &sim, p(), Box::new(Gups::new(&cfg, 11)));
+        let replay = TraceWorkload::from_reader(Cursor::new(bytes.clone()), "gups", 1.0).unwrap();
+        let (b, _) = run(&machine, &sim, p(), Box::new(replay));
+        assert!(a.summary.accesses > 600_000);
+        assert_eq!(
+            serde_json::to_string(&a.summary).unwrap(),
+            serde_json::to_string(&b.summary).unwrap(),
+            "{policy}: replay differs from the generator"
+        );
+        assert_eq!(a.series.to_csv(), b.series.to_csv(), "{policy}");
+    }
+}
+
+#[test]
+fn cli_record_then_sim_trace_path_matches_the_generator() {
+    let d = scratch("cli-record");
+    let t = d.join("gups.tktrace");
+    let sets = [
+        "--set",
+        "workload.footprint_mib=32",
+        "--set",
+        "workload.nr_updates=200000",
+    ];
+    let out = ok(tierkit()
+        .args([
+            "trace",
+            "record",
+            "--workload",
+            "gups",
+            "--seed",
+            "5",
+            "--out",
+        ])
+        .arg(&t)
+        .args(sets));
+    assert!(out.contains("408192 accesses"), "{out}");
+    let run_dir = |name: &str| d.join(name);
+    ok(tierkit()
+        .args(["sim", "--policy", "autonuma", "--seed", "5", "--out"])
+        .arg(run_dir("gen"))
+        .args(["--workload", "gups"])
+        .args(sets)
+        .args(["--set", "policy.scan.scan_delay_ms=1"]));
+    ok(tierkit()
+        .args(["sim", "--policy", "autonuma", "--seed", "5", "--out"])
+        .arg(run_dir("replay"))
+        .arg("--workload")
+        .arg(format!("trace:{}", t.display()))
+        .args(["--set", "policy.scan.scan_delay_ms=1"]));
+    let summary = |dir: &str| {
+        let text = std::fs::read_to_string(run_dir(dir).join("summary.json")).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v.as_object_mut().unwrap().remove("workload"); // the label: "gups" vs "trace"
+        v
+    };
+    assert_eq!(summary("gen"), summary("replay"));
+    for f in ["timeseries.csv", "epochs.csv", "heatmap.csv"] {
+        assert_eq!(
+            std::fs::read(run_dir("gen").join(f)).unwrap(),
+            std::fs::read(run_dir("replay").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // The written config replays the same trace.
+    let toml = std::fs::read_to_string(run_dir("replay").join("config.toml")).unwrap();
+    assert!(
+        toml.contains("name = \"trace\"") && toml.contains("gups.tktrace"),
+        "{toml}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn every_importer_sample_imports_and_simulates() {
+    let d = scratch("import");
+    for (format, file, min_accesses) in [
+        ("lackey", "lackey-true.txt", 400),
+        ("perf", "perf-script.txt", 200),
+        ("perf", "perf-mem.txt", 18),
+        ("damo", "damo-record.json", 50_000),
+        ("text", "sample.txt", 14),
+    ] {
+        let t = d.join(format!("{file}.tktrace"));
+        ok(tierkit()
+            .args(["trace", "import", "--format", format])
+            .arg(data(file))
+            .arg("--out")
+            .arg(&t));
+        let info = ok(tierkit().args(["trace", "info"]).arg(&t));
+        assert!(info.contains("every chunk checked"), "{info}");
+        let sim = ok(tierkit()
+            .args(["sim", "--policy", "autonuma", "--workload"])
+            .arg(format!("trace:{}", t.display())));
+        let n: u64 = sim
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("accesses"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no access count in {sim}"));
+        assert!(n >= min_accesses, "{file}: {n} accesses");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_input_gives_one_line_naming_the_place() {
+    let d = scratch("bad");
+    let input = d.join("broken.txt");
+    std::fs::write(&input, " L 04001000,8\n L 04001008,8\n L oops\n").unwrap();
+    let t = d.join("x.tktrace");
+    let e = fails(
+        tierkit()
+            .args(["trace", "import", "--format", "lackey"])
+            .arg(&input)
+            .arg("--out")
+            .arg(&t),
+    );
+    assert!(e.contains("lackey input line 3"), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    assert!(!t.exists(), "no partial trace is left");
+    let e = fails(
+        tierkit()
+            .args(["trace", "import", "--format", "pin"])
+            .arg(&input)
+            .arg("--out")
+            .arg(&t),
+    );
+    assert!(e.contains("unknown trace format `pin`"), "{e}");
+    let e = fails(tierkit().args(["trace", "info"]).arg(&input));
+    assert!(
+        e.contains("byte offset 0") && e.contains("not a tierkit trace"),
+        "{e}"
+    );
+    let e = fails(
+        tierkit()
+            .args(["sim", "--workload"])
+            .arg(format!("trace:{}", input.display())),
+    );
+    assert!(
+        e.contains("trace.path") && e.contains("not a tierkit trace"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A small C program with a known shape: a 1 MiB heap array written line by line,
+/// an explicit 1 MiB anonymous mmap written page by page and then unmapped, and a
+/// strided read pass over the array.
+const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+int main(void) {
+    size_t n = 1 << 18; /* 1 MiB of ints: glibc serves it with its own mmap */
+    int *a = malloc(n * sizeof *a);
+    for (size_t i = 0; i < n; i += 16)
+        a[i] = (int)i;
+    char *m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 1;
+    for (size_t i = 0; i < (1 << 20); i += 4096)
+        m[i] = 1;
+    long sum = 0;
+    for (size_t i = 0; i < n; i += 16)
+        sum += a[(i * 7919) % n];
+    munmap(m, 1 << 20);
+    free(a);
+    if (sum == 42)
+        puts("unlikely");
+    return 0;
+}
+"#;
+
+#[test]
+fn a_real_program_is_captured_with_its_mappings_and_replayed() {
+    if !have("valgrind") || !have("cc") {
+        eprintln!("NOTICE: valgrind or cc is not installed; skipping the end-to-end capture test");
+        return;
+    }
+    let d = scratch("capture");
+    std::fs::write(d.join("prog.c"), PROGRAM).unwrap();
+    let prog = d.join("prog");
+    let cc = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(d.join("prog.c"))
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let t = d.join("prog.tktrace");
+    let out = ok(tierkit()
+        .args(["trace", "capture", "--out"])
+        .arg(&t)
+        .arg("--")
+        .arg(&prog));
+    assert!(out.contains("from the input"), "{out}");
+
+    // The explicit mmap: a 1 MiB anonymous Mmap, 256 stores to distinct pages of it,
+    // then its Munmap — in that order in the one thread's stream.
+    let mut w = TraceWorkload::open(&t, 1.0).unwrap();
+    assert_eq!(w.shape().processes[0].name, "prog");
+    let mut ops = Vec::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        w.fill(0, 0, &mut buf);
+        if buf.is_empty() {
+            break;
+        }
+        ops.extend_from_slice(&buf);
+    }
+    let mib = 1u64 << 20;
+    let maps: Vec<(usize, u64)> = ops
+        .iter()
+        .enumerate()
+        .filter_map(|(i, op)| match *op {
+            Op::Mmap { addr, len, .. } if len == mib => Some((i, addr)),
+            _ => None,
+        })
+        .collect();
+    let found = maps.iter().any(|&(i, base)| {
+        let end = ops[i..]
+            .iter()
+            .position(|op| matches!(*op, Op::Munmap { addr, len } if addr == base && len == mib));
+        end.is_some_and(|e| {
+            let mut pages: Vec<u64> = ops[i..i + e]
+                .iter()
+                .filter_map(|op| match *op {
+                    Op::Access {
+                        addr, write: true, ..
+                    } if addr >= base && addr < base + mib => Some((addr - base) / 4096),
+                    _ => None,
+                })
+                .collect();
+            pages.sort_unstable();
+            pages.dedup();
+            pages.len() == 256
+        })
+    });
+    assert!(
+        found,
+        "no 1 MiB mmap with 256 page writes before its munmap; mmaps at {maps:?}"
+    );
+    // At least the program's own loops (16 Ki stores, 256 page stores, 16 Ki loads).
+    let accesses = ops
+        .iter()
+        .filter(|op| matches!(op, Op::Access { .. }))
+        .count();
+    assert!(accesses > 32_000, "{accesses}");
+
+    // And it runs through the simulator.
+    let sim = ok(tierkit()
+        .args(["sim", "--policy", "first-touch", "--workload"])
+        .arg(format!("trace:{}", t.display())));
+    assert!(
+        sim.contains(&format!("accesses                     {accesses} ")),
+        "{sim}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
