@@ -600,6 +600,33 @@ pub struct Standing {
     pub cells: usize,
 }
 
+/// Policies that never move pages by design; they are not flagged as idle.
+const STATIC_POLICIES: &[&str] = &["all-fast", "first-touch"];
+
+/// Migrating policies that moved no page in any run of the board. A researcher
+/// reading the leaderboard must not mistake "did not act within these runs" for "acts
+/// and loses": a policy whose periods, sample counts or quota ramps are longer than the
+/// runs ties with first-touch for that reason alone (docs/compare.md, "Short runs").
+pub fn idle_policies(board: &[Standing]) -> Vec<String> {
+    board
+        .iter()
+        .filter(|b| b.migrated_bytes == 0 && !STATIC_POLICIES.contains(&b.policy.as_str()))
+        .map(|b| b.policy.clone())
+        .collect()
+}
+
+/// The one-line warning about [`idle_policies`], if any.
+pub fn idle_note(board: &[Standing]) -> Option<String> {
+    let idle = idle_policies(board);
+    (!idle.is_empty()).then(|| {
+        format!(
+            "note: {} moved no page in any run: the runs are shorter than their periods, \
+             sample counts or quota ramps, so they tie with first-touch here (docs/compare.md, \"Short runs\")",
+            idle.join(", ")
+        )
+    })
+}
+
 /// The leaderboard, best (lowest geometric-mean slowdown) first.
 pub fn leaderboard(rows: &[ResultRow]) -> Vec<Standing> {
     let mut by: BTreeMap<&str, Vec<&ResultRow>> = BTreeMap::new();
@@ -657,6 +684,10 @@ pub fn leaderboard_text(board: &[Standing]) -> String {
             b.tiering_cpu_seconds,
             b.cells
         ));
+    }
+    if let Some(note) = idle_note(board) {
+        s.push_str(&note);
+        s.push('\n');
     }
     s
 }
@@ -797,6 +828,33 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn idle_note_names_migrating_policies_that_moved_nothing() {
+        let standing = |policy: &str, migrated_bytes| Standing {
+            policy: policy.into(),
+            geomean_slowdown: 1.5,
+            mean_fast_access_ratio: 0.2,
+            mean_f1: 0.1,
+            migrated_bytes,
+            tiering_cpu_seconds: 0.0,
+            cells: 3,
+        };
+        let board = vec![
+            standing("first-touch", 0),
+            standing("all-fast", 0),
+            standing("pet", 0),
+            standing("hemem", 4096),
+            standing("memtis", 0),
+        ];
+        assert_eq!(idle_policies(&board), ["pet", "memtis"]);
+        let text = leaderboard_text(&board);
+        assert!(
+            text.contains("note: pet, memtis moved no page in any run"),
+            "{text}"
+        );
+        assert_eq!(idle_note(&board[..2]), None);
     }
 
     #[test]

@@ -471,7 +471,11 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
             b.cells
         );
     }
-    h.push_str("</table></section>\n");
+    h.push_str("</table>\n");
+    if let Some(note) = super::idle_note(board) {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&note));
+    }
+    h.push_str("</section>\n");
 
     // Cells in order of first appearance.
     let mut cells: Vec<(String, String, String)> = Vec::new();
