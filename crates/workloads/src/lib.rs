@@ -597,6 +597,13 @@ mod tests {
     }
 
     /// Throwaway generation-speed measurement, out of normal runs:
+    /// This thread's CPU time in ns (Linux `schedstat`), so the rate holds on a loaded
+    /// machine, where wall time also counts the time other processes had the core.
+    fn thread_cpu_ns() -> Option<u64> {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        s.split_whitespace().next()?.parse().ok()
+    }
+
     /// `cargo test --release -p tierkit-workloads -- --ignored --nocapture generation_speed`
     #[test]
     #[ignore]
@@ -607,10 +614,15 @@ mod tests {
             let mut w = c.build(1);
             let built = start.elapsed();
             let start = std::time::Instant::now();
+            let cpu_start = thread_cpu_ns();
             let n = count_accesses(w.as_mut(), 60_000_000);
             let secs = start.elapsed().as_secs_f64();
+            let cpu = match (cpu_start, thread_cpu_ns()) {
+                (Some(a), Some(b)) => format!("{:.1}", n as f64 / ((b - a) as f64 / 1e9) / 1e6),
+                _ => "?".into(),
+            };
             println!(
-                "{name:8} build {:6.1} ms, {n} accesses in {secs:.2} s = {:.1} M accesses/s",
+                "{name:8} build {:6.1} ms, {n} accesses in {secs:.2} s = {:.1} M accesses/s wall, {cpu} M/s of CPU",
                 built.as_secs_f64() * 1e3,
                 n as f64 / secs / 1e6
             );
