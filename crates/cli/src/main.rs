@@ -86,6 +86,29 @@ enum Command {
     /// Record, import or capture access traces, or inspect one (see docs/traces.md).
     #[command(subcommand)]
     Trace(tierkit::trace_cmd::TraceCommand),
+    /// What this machine offers live tiering (NUMA nodes, tiers, DAMON, perf,
+    /// privileges) and which policies can run live.
+    Doctor {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start COMMAND and tier its pages live with a policy until it exits.
+    Run {
+        #[command(flatten)]
+        live: tierkit::live_cmd::LiveArgs,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Tier the pages of a running process live with a policy.
+    Attach {
+        /// Process id of the target.
+        #[arg(long, allow_hyphen_values = true)]
+        pid: String,
+        #[command(flatten)]
+        live: tierkit::live_cmd::LiveArgs,
+    },
     /// Measure simulated accesses per wall-clock second (median of --reps runs).
     Bench {
         /// Runs per case.
@@ -199,6 +222,11 @@ fn real_main() -> Result<()> {
             println!("report: {}", report.display());
         }
         Command::List => print!("{}", list::listing()),
+        Command::Doctor { json } => std::process::exit(tierkit::live_cmd::doctor(json)),
+        Command::Run { live, command } => {
+            std::process::exit(tierkit::live_cmd::run(&command, &live))
+        }
+        Command::Attach { pid, live } => std::process::exit(tierkit::live_cmd::attach(&pid, &live)),
         Command::Trace(cmd) => tierkit::trace_cmd::run(cmd)?,
         Command::Bench { reps, accesses } => {
             for case in bench::CASES {

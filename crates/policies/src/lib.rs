@@ -20,6 +20,7 @@ use tierkit_core::{BuildContext, Policy};
 pub mod all_fast;
 pub mod autonuma;
 pub mod autotiering;
+pub mod chrono;
 pub mod damon;
 pub mod damon_tiering;
 pub mod first_touch;
@@ -41,6 +42,7 @@ pub mod tpp;
 pub use all_fast::{AllFast, AllFastConfig};
 pub use autonuma::{Autonuma, AutonumaConfig};
 pub use autotiering::{Autotiering, AutotieringConfig, AutotieringMode};
+pub use chrono::{Chrono, ChronoConfig};
 pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
 pub use freqtier::{FreqTier, FreqTierConfig};
@@ -88,6 +90,10 @@ pub enum PolicyConfig {
     Multiclock(MultiClockConfig),
     /// Nimble's page selection (ASPLOS'19) as MULTI-CLOCK re-implemented it: fixed 1024 top active slow pages per second, exchange when full.
     Nimble(NimbleConfig),
+    /// Chrono (EuroSys'25): CIT hotness, two-round filter, DCSC-tuned threshold and rate limit.
+    Chrono(ChronoConfig),
+    /// Chrono with semi-auto tuning: the user's rate limit, threshold by (1 − δ + δ·r).
+    ChronoSemiauto(ChronoConfig),
     /// PET (EuroSys'25): proactive multi-phase demotion of P-blocks (anonymous mmaps), canary pages, R_promo fault budget.
     Pet(PetConfig),
     /// PET's Base+PD: linux-tiering promotion plus proactive demotion of the oldest MGLRU generation every 10 s.
@@ -115,6 +121,8 @@ impl PolicyConfig {
             ("freqtier", "FreqTier (CXL, U. Toronto): PEBS samples counted in a 4-bit counting Bloom filter; promote slow pages reaching the hot threshold (sized to the fast tier) per 100K-sample batch; checkpointed linear scan demotes cold pages between two watermarks; sampling 100/10/1 kHz then monitoring as the hit ratio settles"),
             ("multiclock", "MULTI-CLOCK (HPCA'22): accessed-bit CLOCK lists per tier plus a promote list; pages referenced again while active are promoted by kpromoted every 1 s; demotion only through watermark reclaim"),
             ("nimble", "Nimble page selection (ASPLOS'19, as MULTI-CLOCK re-implemented it): Linux CLOCK lists; every 1 s the top 1024 pages of the slow active list move to the fast tier, exchanged with its coldest pages when full"),
+            ("chrono", "Chrono (EuroSys'25): Ticking-scan captures idle time (CIT) from scan to hinting fault; pages below the CIT threshold twice in a row queue for rate-limited async promotion; DCSC heat maps of both tiers tune threshold and rate limit; LRU demotion to a pro watermark, thrashing monitor"),
+            ("chrono-semiauto", "Chrono with semi-auto tuning (§3.2.1): fixed user rate limit, CIT threshold moved by (1 - d + d*r) each scan period toward enqueue rate = rate limit"),
             ("pet", "PET (EuroSys'25): anonymous mmaps become P-blocks (max 1 GiB); one sampled accessed bit per block every 500 ms; a block cold for a 10 s scan goes PHASE1 (128 MiB temporary blocks), PHASE2 (10% canaries demoted and armed), then its cold runs are demoted whatever the free memory; canary faults over a 360/s budget (th_total, th_block) make kpromoted promote whole blocks"),
             ("mglru-pd", "PET's Base+PD: linux-tiering's hint-fault promotion plus, every 10 s, an MGLRU aging pass (accessed bits of every fast page) and demotion of the oldest of 4 generations, whatever the free memory"),
             ("thermostat", "Thermostat (ASPLOS'17) as PET describes it: every 10 s sample 5% of 2 MiB regions, poison 50 accessed 4 KiB pages each and count their faults; demote the coldest within a 3% / 1 us slow-access budget, promote sampled slow regions over it"),
@@ -144,6 +152,8 @@ impl PolicyConfig {
             "freqtier" => PolicyConfig::Freqtier(Default::default()),
             "multiclock" => PolicyConfig::Multiclock(Default::default()),
             "nimble" => PolicyConfig::Nimble(Default::default()),
+            "chrono" => PolicyConfig::Chrono(Default::default()),
+            "chrono-semiauto" => PolicyConfig::ChronoSemiauto(Default::default()),
             "pet" => PolicyConfig::Pet(Default::default()),
             "mglru-pd" => PolicyConfig::MglruPd(Default::default()),
             "thermostat" => PolicyConfig::Thermostat(Default::default()),
@@ -169,6 +179,8 @@ impl PolicyConfig {
             PolicyConfig::Freqtier(_) => "freqtier",
             PolicyConfig::Multiclock(_) => "multiclock",
             PolicyConfig::Nimble(_) => "nimble",
+            PolicyConfig::Chrono(_) => "chrono",
+            PolicyConfig::ChronoSemiauto(_) => "chrono-semiauto",
             PolicyConfig::Pet(_) => "pet",
             PolicyConfig::MglruPd(_) => "mglru-pd",
             PolicyConfig::Thermostat(_) => "thermostat",
@@ -192,6 +204,7 @@ impl PolicyConfig {
             PolicyConfig::Freqtier(c) => c.validate(),
             PolicyConfig::Multiclock(c) => c.validate(),
             PolicyConfig::Nimble(c) => c.validate(),
+            PolicyConfig::Chrono(c) | PolicyConfig::ChronoSemiauto(c) => c.validate(),
             PolicyConfig::Pet(c) => c.validate(),
             PolicyConfig::MglruPd(c) => c.validate(),
             PolicyConfig::Thermostat(c) => c.validate(),
@@ -243,6 +256,10 @@ impl PolicyConfig {
             PolicyConfig::Freqtier(c) => Box::new(FreqTier::new(c.clone())),
             PolicyConfig::Multiclock(c) => Box::new(MultiClock::new(c.clone())),
             PolicyConfig::Nimble(c) => Box::new(Nimble::new(c.clone())),
+            PolicyConfig::Chrono(c) => Box::new(Chrono::new(c.clone(), chrono::Tuning::Dcsc)),
+            PolicyConfig::ChronoSemiauto(c) => {
+                Box::new(Chrono::new(c.clone(), chrono::Tuning::SemiAuto))
+            }
             PolicyConfig::Pet(c) => Box::new(Pet::new(c.clone())),
             PolicyConfig::MglruPd(c) => Box::new(MglruPd::new(c.clone())),
             PolicyConfig::Thermostat(c) => Box::new(Thermostat::new(c.clone())),

@@ -1,0 +1,962 @@
+//! The live event loop: checks before anything runs, then timers, DAMON snapshots,
+//! periodic placement refreshes (VMA diffs, PageAlloc, budget enforcement,
+//! LowWatermark), rate-capped migration batches, target-exit detection, and a clean
+//! stop (kdamond off and removed) on exit, SIGINT or SIGTERM.
+
+use crate::access::Snapshot;
+use crate::config::{self, LiveConfig, Need, Offer};
+use crate::mechanisms::{budget_watermarks, LiveMechanisms, TierSetup};
+use crate::mover::MoverLimits;
+use crate::stats::{self, IntervalStats, Summary};
+use crate::sys::damon::{self, Kdamond};
+use crate::sys::move_pages::CallError;
+use crate::sys::{caps, numa, perf, procfs};
+use crate::LiveError;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tierkit_core::*;
+use tierkit_policies::PolicyConfig;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The policy and its configuration.
+    pub policy: PolicyConfig,
+    /// Daemon settings.
+    pub live: LiveConfig,
+    /// Fast node (default: a node with CPUs in the top memory tier).
+    pub fast_node: Option<u32>,
+    /// Slow node (default: a CPU-less node in a lower tier).
+    pub slow_node: Option<u32>,
+    /// Fast budget, bytes (default: the fast node's capacity).
+    pub fast_budget_bytes: Option<u64>,
+    /// Decide but do not move.
+    pub dry_run: bool,
+    /// JSON lines, one per interval.
+    pub stats_path: Option<PathBuf>,
+    /// Final summary.json.
+    pub summary_path: Option<PathBuf>,
+    /// Prometheus endpoint (loopback only).
+    pub prometheus: Option<SocketAddr>,
+    /// Detach after this many seconds.
+    pub duration_s: Option<f64>,
+    /// Also print each interval's line on stdout.
+    pub verbose: bool,
+}
+
+/// Whom to tier.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A running process.
+    Pid(i32),
+    /// A command to start (program and arguments).
+    Command(Vec<String>),
+}
+
+/// Longest wait for DAMON's first snapshot before giving up.
+const WARMUP_LIMIT_NS: u64 = 30 * NS_PER_SEC;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    let h = on_signal as extern "C" fn(libc::c_int);
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, h as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, h as libc::sighandler_t);
+    }
+}
+
+/// Everything checked before the target is touched (or the command started).
+pub struct Plan {
+    topo: numa::Topology,
+    nodes: [u32; 2],
+    facility: String,
+    needs_damon: bool,
+    damon_ops: String,
+}
+
+/// Check the machine, the nodes, the policy's facilities and the privileges, in
+/// that order. `target_uid` is the target's uid (None for a command we start).
+pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> {
+    let topo = numa::read_topology()
+        .map_err(|e| LiveError::usage(format!("cannot read the NUMA topology: {e}")))?;
+    let with_mem: Vec<u32> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_total_kb > 0)
+        .map(|n| n.id)
+        .collect();
+    if with_mem.len() < 2 {
+        return Err(LiveError::usage(format!(
+            "this machine has {} NUMA node(s) with memory ({:?}); live tiering needs a fast and a slow node (see `tierkit doctor`)",
+            with_mem.len(),
+            with_mem
+        )));
+    }
+    let check = |n: u32, what: &str| {
+        if with_mem.contains(&n) {
+            Ok(n)
+        } else {
+            Err(LiveError::usage(format!(
+                "--{what}-node {n}: no such node with memory; valid: {with_mem:?}"
+            )))
+        }
+    };
+    let fast = match opts.fast_node {
+        Some(n) => check(n, "fast")?,
+        None => topo.default_fast().ok_or_else(|| {
+            LiveError::usage("no node with CPUs and memory to be the fast tier; give --fast-node")
+        })?,
+    };
+    let slow = match opts.slow_node {
+        Some(n) => check(n, "slow")?,
+        None => topo
+            .default_slow(fast)
+            .ok_or_else(|| LiveError::usage("no slow node found; give --slow-node"))?,
+    };
+    if fast == slow {
+        return Err(LiveError::usage(format!(
+            "--fast-node and --slow-node are both {fast}; they must differ"
+        )));
+    }
+    let name = opts.policy.name();
+    let caps = caps::effective();
+    let damon_probe = damon::probe_at(std::path::Path::new(damon::ADMIN), false);
+    let perf_probe = perf::probe();
+    let offer: Offer = crate::doctor::offer_from(&damon_probe, &perf_probe);
+    // An unprivileged user cannot read the DAMON tree at all: judge by its presence.
+    let facility = config::runnable(name, offer).map_err(|why| {
+        LiveError::usage(format!("policy `{name}` cannot run live here: it {why}"))
+    })?;
+    let needs = config::needs(name).unwrap_or(&[]);
+    let needs_damon = needs
+        .iter()
+        .any(|n| matches!(n, Need::AccessedBits | Need::HintFaults));
+    let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
+    check_privileges(name, needs_damon, caps, me, target_uid)?;
+    if needs_damon && !damon_probe.running.is_empty() {
+        return Err(LiveError::usage(format!(
+            "DAMON is in use: kdamond {:?} is on; turn it off (echo off > /sys/kernel/mm/damon/admin/kdamonds/N/state) first",
+            damon_probe.running
+        )));
+    }
+    let damon_ops = match opts.live.damon_ops.as_str() {
+        "auto"
+            if damon_probe
+                .avail_operations
+                .as_ref()
+                .is_some_and(|o| !o.iter().any(|x| x == "fvaddr")) =>
+        {
+            "vaddr"
+        }
+        "auto" => "fvaddr",
+        o => o,
+    }
+    .to_string();
+    Ok(Plan {
+        topo,
+        nodes: [fast, slow],
+        facility,
+        needs_damon,
+        damon_ops,
+    })
+}
+
+/// The privilege checks, before anything is touched: DAMON sysfs needs
+/// CAP_SYS_ADMIN; another user's process needs CAP_SYS_PTRACE (move_pages(2) checks
+/// ptrace-read access; CAP_SYS_NICE matters only for MPOL_MF_MOVE_ALL).
+pub fn check_privileges(
+    policy: &str,
+    needs_damon: bool,
+    caps: caps::CapSet,
+    my_uid: u32,
+    target_uid: Option<u32>,
+) -> Result<(), LiveError> {
+    if needs_damon && !caps.has(caps::CAP_SYS_ADMIN) {
+        return Err(LiveError::privilege(format!(
+            "policy `{policy}` reads accessed bits through DAMON sysfs, which needs CAP_SYS_ADMIN (run tierkit as root)"
+        )));
+    }
+    if let Some(uid) = target_uid {
+        if uid != my_uid && !caps.has(caps::CAP_SYS_PTRACE) {
+            return Err(LiveError::privilege(format!(
+                "the target belongs to uid {uid} and tierkit runs as uid {my_uid}: moving another user's pages with move_pages(2) needs CAP_SYS_PTRACE (ptrace-read access; CAP_SYS_NICE is needed only for MPOL_MF_MOVE_ALL, which tierkit does not use)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn tier_setup(plan: &Plan, budget_bytes: Option<u64>) -> Result<TierSetup, LiveError> {
+    let node = |id: u32| plan.topo.node(id).expect("checked in plan");
+    let pages = |kb: u64| kb * 1024 / PAGE_SIZE;
+    let (f, s) = (node(plan.nodes[0]), node(plan.nodes[1]));
+    let (f_total, s_total) = (pages(f.mem_total_kb), pages(s.mem_total_kb));
+    let budget = match budget_bytes {
+        Some(b) if b < PAGE_SIZE => {
+            return Err(LiveError::usage(format!(
+                "--fast-budget {b} bytes is below one page ({PAGE_SIZE} bytes)"
+            )))
+        }
+        Some(b) => Some((b / PAGE_SIZE).min(f_total)),
+        None => None,
+    };
+    let info = |id: u8, n: &numa::Node, cap: u64, default_ns: f64, default_bw: f64| {
+        let lat = n
+            .hmat
+            .map(|h| h.read_latency_ns as f64)
+            .filter(|&x| x > 0.0);
+        let wlat = n
+            .hmat
+            .map(|h| h.write_latency_ns as f64)
+            .filter(|&x| x > 0.0);
+        let bw = n
+            .hmat
+            .map(|h| h.read_bandwidth_mbps as f64 * 1e6)
+            .filter(|&x| x > 0.0);
+        TierInfo {
+            id: TierId(id),
+            name: format!("node{}", n.id),
+            capacity_pages: cap,
+            load_ns: lat.unwrap_or(default_ns),
+            store_ns: wlat.or(lat).unwrap_or(default_ns),
+            bandwidth_bytes_per_s: bw.unwrap_or(default_bw),
+        }
+    };
+    let dist = f
+        .distances
+        .get(s.id as usize)
+        .copied()
+        .unwrap_or(20)
+        .max(10) as f64;
+    let f_cap = budget.unwrap_or(f_total);
+    let tiers = vec![
+        info(0, f, f_cap, 100.0, 20e9),
+        info(1, s, s_total, 10.0 * dist, 5e9),
+    ];
+    let node_wm = |n: &numa::Node, total: u64| {
+        n.watermarks
+            .map(|w| Watermarks {
+                min: w.min,
+                low: w.low,
+                high: w.high,
+            })
+            .unwrap_or_else(|| budget_watermarks(pages(n.mem_total_kb), total))
+    };
+    let total = f_total + s_total;
+    let fast_wm = match budget {
+        Some(b) => budget_watermarks(b, b + s_total),
+        None => node_wm(f, total),
+    };
+    Ok(TierSetup {
+        nodes: plan.nodes,
+        tiers,
+        budget_pages: budget,
+        watermarks: [fast_wm, node_wm(s, total)],
+    })
+}
+
+/// Merge ranges until at most `max` remain, closing the smallest gaps first.
+pub fn coalesce(ranges: &[(u64, u64)], max: usize) -> Vec<(u64, u64)> {
+    let mut v = ranges.to_vec();
+    let max = max.max(1);
+    while v.len() > max {
+        let i = (0..v.len() - 1)
+            .min_by_key(|&i| v[i + 1].0 - v[i].1)
+            .expect("len > 1");
+        v[i].1 = v[i + 1].1;
+        v.remove(i + 1);
+    }
+    v
+}
+
+/// fvaddr target ranges handed from the loop to the observer thread.
+type SharedRanges = Arc<Mutex<Option<Vec<(u64, u64)>>>>;
+
+enum ObsMsg {
+    Snap(Snapshot),
+    Stopped(String),
+}
+
+struct Observer {
+    stop: Arc<AtomicBool>,
+    ranges: SharedRanges,
+    last_sent: Vec<(u64, u64)>,
+    rx: Receiver<ObsMsg>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    fixed: bool,
+}
+
+impl Observer {
+    fn start(
+        pid: i32,
+        ops: &str,
+        ranges: Vec<(u64, u64)>,
+        live: &LiveConfig,
+        clock: Instant,
+    ) -> Result<Observer, LiveError> {
+        let attrs = damon::Attrs {
+            sample_us: live.damon_sample_us,
+            aggr_us: live.damon_aggr_ms * 1000,
+            update_us: (live.damon_aggr_ms * 1000 * 5).max(1_000_000),
+            min_nr_regions: live.damon_min_nr_regions,
+            max_nr_regions: live.damon_max_nr_regions,
+        };
+        let admin = std::path::Path::new(damon::ADMIN);
+        let kd = Kdamond::start(admin, pid, ops, &ranges, &attrs).map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
+                "DAMON sysfs refused a write ({e}); it needs CAP_SYS_ADMIN"
+            )),
+            _ => LiveError::runtime(format!(
+                "cannot start a DAMON kdamond with {ops} operations: {e}"
+            )),
+        })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared: SharedRanges = Arc::default();
+        let (tx, rx) = mpsc::channel();
+        let (st, sh) = (stop.clone(), shared.clone());
+        let (aggr_ns, sample_ns) = (attrs.aggr_us * 1000, attrs.sample_us * 1000);
+        let handle = std::thread::spawn(move || {
+            let mut kd = kd;
+            while !st.load(Ordering::SeqCst) {
+                if let Some(r) = sh.lock().ok().and_then(|mut g| g.take()) {
+                    if let Err(e) = kd.set_ranges(&r) {
+                        let _ = tx.send(ObsMsg::Stopped(format!("DAMON commit failed: {e}")));
+                        break;
+                    }
+                }
+                match kd.snapshot() {
+                    Ok(regions) => {
+                        let t = clock.elapsed().as_nanos() as Nanos;
+                        if tx
+                            .send(ObsMsg::Snap(Snapshot::from_damon(
+                                t, aggr_ns, sample_ns, &regions,
+                            )))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let why = if kd.running() {
+                            format!("DAMON snapshot failed: {e}")
+                        } else {
+                            "the kdamond stopped (its target exited?)".into()
+                        };
+                        let _ = tx.send(ObsMsg::Stopped(why));
+                        break;
+                    }
+                }
+            }
+            kd.stop();
+        });
+        Ok(Observer {
+            stop,
+            ranges: shared,
+            last_sent: ranges,
+            rx,
+            handle: Some(handle),
+            fixed: ops == "fvaddr",
+        })
+    }
+
+    fn update_ranges(&mut self, r: Vec<(u64, u64)>) {
+        if self.fixed && !r.is_empty() && r != self.last_sent {
+            if let Ok(mut g) = self.ranges.lock() {
+                *g = Some(r.clone());
+            }
+            self.last_sent = r;
+        }
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct Running {
+    pid: i32,
+    child: Option<std::process::Child>,
+}
+
+impl Running {
+    fn exited(&mut self) -> bool {
+        match &mut self.child {
+            Some(c) => !matches!(c.try_wait(), Ok(None)),
+            None => !procfs::alive(self.pid),
+        }
+    }
+}
+
+fn move_error(e: CallError, pid: i32) -> Option<LiveError> {
+    match e {
+        CallError::NoProcess => None,
+        CallError::Permission => Some(LiveError::privilege(format!(
+            "move_pages(2) on pid {pid} was refused (EPERM): moving another user's pages needs CAP_SYS_PTRACE"
+        ))),
+        CallError::NoNode => Some(LiveError::usage("move_pages(2): a tier's node has no memory online (ENODEV)")),
+        CallError::Other(errno) => Some(LiveError::runtime(format!(
+            "move_pages(2) on pid {pid} failed: {}",
+            std::io::Error::from_raw_os_error(errno)
+        ))),
+    }
+}
+
+/// Attach to (or start) the target and tier it until it exits, `--duration-s`
+/// passes, or a signal arrives.
+pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
+    let target_uid = match &target {
+        Target::Pid(p) => {
+            let st = procfs::read_status(*p)
+                .filter(|s| s.state != 'Z' && s.state != 'X')
+                .ok_or_else(|| {
+                    LiveError::usage(format!(
+                        "no process with pid {p} (give the pid of a running process)"
+                    ))
+                })?;
+            Some(st.uid)
+        }
+        Target::Command(_) => None,
+    };
+    let plan = plan(opts, target_uid)?;
+    let setup = tier_setup(&plan, opts.fast_budget_bytes)?;
+    if procfs_numa_balancing_on() {
+        eprintln!("tierkit: warning: kernel NUMA balancing is on and migrates pages too; set /proc/sys/kernel/numa_balancing to 0 for the policy alone");
+    }
+    let mut stats_file = match &opts.stats_path {
+        Some(p) => Some(
+            std::fs::File::create(p)
+                .map_err(|e| LiveError::usage(format!("--stats {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    let prom = match opts.prometheus {
+        Some(a) => {
+            let body: Arc<Mutex<String>> = Arc::default();
+            stats::serve_prometheus(a, body.clone())
+                .map_err(|e| LiveError::usage(format!("--prometheus {a}: {e}")))?;
+            Some(body)
+        }
+        None => None,
+    };
+    let mut running = match target {
+        Target::Pid(p) => Running {
+            pid: p,
+            child: None,
+        },
+        Target::Command(cmd) => {
+            let child = std::process::Command::new(&cmd[0])
+                .args(&cmd[1..])
+                .spawn()
+                .map_err(|e| LiveError::usage(format!("cannot start `{}`: {e}", cmd[0])))?;
+            Running {
+                pid: child.id() as i32,
+                child: Some(child),
+            }
+        }
+    };
+    install_signal_handlers();
+    let live = &opts.live;
+    let limits = MoverLimits {
+        batch_pages: live.batch_pages,
+        rate_pages_per_s: live.rate_pages_per_s,
+        max_queue_pages: ((live.rate_pages_per_s * live.queue_s) as usize).max(live.batch_pages),
+    };
+    let mut mech = LiveMechanisms::new(running.pid, setup, limits, live.seed, opts.dry_run);
+    let cpu0 = stats::process_cpu_ns();
+    let mut policy = opts
+        .policy
+        .try_build(&BuildContext::default())
+        .map_err(|e| LiveError::usage(format!("policy `{}`: {e}", opts.policy.name())))?;
+    let wants_alloc = policy.requirements().page_alloc_events;
+    let interval_ns = live.interval_ms * NS_PER_MS;
+    let deadline = opts.duration_s.map(|s| (s * 1e9) as Nanos);
+    let mut observer: Option<Observer> = None;
+    let mut inbox: Vec<ObsMsg> = Vec::new();
+    let mut floor: Nanos = 0;
+    let mut next_refresh: Nanos = 0;
+    let mut last_line = IntervalStats::default();
+    // A policy that reads accessed bits starts only once DAMON has delivered its first
+    // snapshot: before it, every page would read "not accessed" and a first reclaim
+    // pass would demote the hot set as readily as the cold.
+    let mut started = !plan.needs_damon;
+    let mut first_snap: Option<Nanos> = None;
+    if started {
+        policy.init(&mut mech);
+    }
+    let end_reason: &str;
+    let mut failure: Option<LiveError> = None;
+    loop {
+        if STOP.load(Ordering::SeqCst) {
+            end_reason = "signal";
+            break;
+        }
+        let now = mech.elapsed();
+        if deadline.is_some_and(|d| now >= d) {
+            end_reason = "duration";
+            break;
+        }
+        if running.exited() || mech.target_gone() {
+            end_reason = "target-exited";
+            break;
+        }
+        if let Some(o) = &observer {
+            inbox.extend(o.rx.try_iter());
+        }
+        if !started {
+            // Snapshots before the start only feed the access view (nothing is armed).
+            let mut rest = Vec::new();
+            for m in inbox.drain(..) {
+                match m {
+                    ObsMsg::Snap(s) => {
+                        first_snap.get_or_insert(s.end_ns);
+                        mech.add_snapshot(s);
+                    }
+                    other => rest.push(other),
+                }
+            }
+            inbox = rest;
+            if first_snap.is_some_and(|t| now >= t + live.warmup_ms * NS_PER_MS) {
+                started = true;
+                policy.init(&mut mech);
+                next_refresh = now;
+            } else if now > WARMUP_LIMIT_NS + live.warmup_ms * NS_PER_MS && first_snap.is_none() {
+                failure = Some(LiveError::runtime(format!(
+                    "no DAMON snapshot within {} s of attaching",
+                    WARMUP_LIMIT_NS / NS_PER_SEC
+                )));
+                end_reason = "error";
+                break;
+            } else if observer.is_none() {
+                // Start the kdamond as soon as the target has anonymous memory.
+                match procfs::read_maps(running.pid) {
+                    Ok(maps) => {
+                        let r = coalesce(
+                            &procfs::anon_ranges(&maps),
+                            (live.damon_max_nr_regions / 2).max(1) as usize,
+                        );
+                        if !r.is_empty() {
+                            match Observer::start(
+                                running.pid,
+                                &plan.damon_ops,
+                                r,
+                                live,
+                                mech_clock(&mech),
+                            ) {
+                                Ok(o) => observer = Some(o),
+                                Err(_) if running.exited() => {
+                                    end_reason = "target-exited";
+                                    break;
+                                }
+                                Err(e) => {
+                                    failure = Some(e);
+                                    end_reason = "error";
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Err(_) if running.exited() || !procfs::alive(running.pid) => {
+                        end_reason = "target-exited";
+                        break;
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        // DAMON snapshots and the hinting faults they reveal (a Stopped message is
+        // handled even before the start).
+        let mut stopped = None;
+        for msg in inbox.drain(..) {
+            match msg {
+                ObsMsg::Snap(s) => {
+                    for (t, vpn, tier, armed_at) in mech.add_snapshot(s) {
+                        floor = floor.max(t);
+                        let f = HintFault {
+                            pid: Pid(0),
+                            vpn,
+                            tier,
+                            huge: false,
+                            write: false,
+                            armed_at,
+                        };
+                        mech.set_time(Some(floor));
+                        policy.on_event(&Event::HintFault(f), &mut mech);
+                    }
+                    mech.set_time(None);
+                }
+                ObsMsg::Stopped(why) => stopped = Some(why),
+            }
+        }
+        if let Some(why) = stopped {
+            if running.exited() || !procfs::alive(running.pid) {
+                end_reason = "target-exited";
+                break;
+            }
+            failure = Some(LiveError::runtime(format!(
+                "accessed-bit monitor stopped: {why}"
+            )));
+            end_reason = "error";
+            break;
+        }
+        if !started {
+            match &observer {
+                Some(o) => match o.rx.recv_timeout(Duration::from_millis(100)) {
+                    Ok(m) => inbox.push(m),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => {
+                        std::thread::sleep(Duration::from_millis(100))
+                    }
+                },
+                None => std::thread::sleep(Duration::from_millis(100)),
+            }
+            continue;
+        }
+        // Placement refresh.
+        if now >= next_refresh {
+            let per_interval =
+                (live.rate_pages_per_s * live.interval_ms / 1000).max(live.batch_pages as u64);
+            match refresh(
+                &mut mech,
+                policy.as_mut(),
+                wants_alloc,
+                &mut floor,
+                plan.needs_damon,
+                per_interval,
+            ) {
+                Ok(ranges) => {
+                    if plan.needs_damon {
+                        let r = coalesce(&ranges, (live.damon_max_nr_regions / 2).max(1) as usize);
+                        match &mut observer {
+                            Some(o) => o.update_ranges(r),
+                            None if !r.is_empty() => match Observer::start(
+                                running.pid,
+                                &plan.damon_ops,
+                                r,
+                                live,
+                                mech_clock(&mech),
+                            ) {
+                                Ok(o) => observer = Some(o),
+                                Err(e) => {
+                                    if running.exited() {
+                                        end_reason = "target-exited";
+                                        break;
+                                    }
+                                    failure = Some(e);
+                                    end_reason = "error";
+                                    break;
+                                }
+                            },
+                            None => {}
+                        }
+                    }
+                }
+                Err(None) => {
+                    end_reason = "target-exited";
+                    break;
+                }
+                Err(Some(e)) => {
+                    failure = Some(e);
+                    end_reason = "error";
+                    break;
+                }
+            }
+            next_refresh = (next_refresh + interval_ns).max(now + interval_ns / 2);
+            last_line = line(&mech, observer.is_some(), cpu0);
+            emit(
+                &last_line,
+                &mut stats_file,
+                opts.verbose,
+                prom.as_ref(),
+                opts.policy.name(),
+            );
+        }
+        // Timers due.
+        let mut fired = 0;
+        while fired < 10_000 {
+            let Some((at, id)) = mech.pop_due_timer(mech.elapsed()) else {
+                break;
+            };
+            floor = floor.max(at);
+            mech.set_time(Some(floor));
+            policy.on_event(&Event::Timer { id }, &mut mech);
+            fired += 1;
+        }
+        mech.set_time(None);
+        // One migration batch if the rate cap allows.
+        if let Err(e) = mech.flush_moves(mech.elapsed()) {
+            match move_error(e, running.pid) {
+                None => {
+                    end_reason = "target-exited";
+                    break;
+                }
+                Some(err) => {
+                    failure = Some(err);
+                    end_reason = "error";
+                    break;
+                }
+            }
+        }
+        // Sleep until the next thing to do (or a snapshot arrives).
+        let now = mech.elapsed();
+        let mut wake = next_refresh.min(now + 100 * NS_PER_MS);
+        if let Some(t) = mech.next_timer() {
+            wake = wake.min(t);
+        }
+        if let Some(t) = mech.mover.next_ready_ns(now) {
+            wake = wake.min(t);
+        }
+        if let Some(d) = deadline {
+            wake = wake.min(d);
+        }
+        let dur = Duration::from_nanos(wake.saturating_sub(now));
+        if dur.is_zero() {
+            continue;
+        }
+        match &observer {
+            Some(o) => match o.rx.recv_timeout(dur) {
+                Ok(m) => inbox.push(m),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(dur),
+            },
+            None => std::thread::sleep(dur),
+        }
+    }
+    if let Some(mut o) = observer.take() {
+        o.shutdown();
+    }
+    let wall_ns = mech.elapsed();
+    let mut last = line(&mech, false, cpu0);
+    last.damon_regions = last_line.damon_regions;
+    emit(
+        &last,
+        &mut stats_file,
+        opts.verbose,
+        prom.as_ref(),
+        opts.policy.name(),
+    );
+    let c = &mech.counters;
+    let summary = Summary {
+        policy: opts.policy.name().to_string(),
+        policy_config: serde_json::to_value(&opts.policy).unwrap_or_default(),
+        live_config: serde_json::to_value(&opts.live).unwrap_or_default(),
+        facility: plan.facility.clone(),
+        pid: running.pid,
+        nodes: plan.nodes,
+        dry_run: opts.dry_run,
+        end_reason: end_reason.to_string(),
+        duration_s: wall_ns as f64 / 1e9,
+        daemon_cpu_pct: 100.0 * last.daemon_cpu_ns as f64 / wall_ns.max(1) as f64,
+        move_pages_per_s: if c.move_ns > 0 {
+            c.move_pages_requested as f64 * 1e9 / c.move_ns as f64
+        } else {
+            0.0
+        },
+        move_batch_us: if c.move_calls > 0 {
+            c.move_ns as f64 / c.move_calls as f64 / 1e3
+        } else {
+            0.0
+        },
+        metadata_bytes: policy.metadata_bytes(),
+        policy_stats: policy
+            .stats()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        last,
+    };
+    if let Some(p) = &opts.summary_path {
+        let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
+        std::fs::write(p, text + "\n")
+            .map_err(|e| LiveError::runtime(format!("--summary {}: {e}", p.display())))?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(summary),
+    }
+}
+
+fn mech_clock(mech: &LiveMechanisms) -> Instant {
+    Instant::now() - Duration::from_nanos(mech.elapsed())
+}
+
+fn procfs_numa_balancing_on() -> bool {
+    crate::sys::read_trim("/proc/sys/kernel/numa_balancing").is_some_and(|m| m != "0")
+}
+
+/// One placement refresh; returns the target's anon byte ranges. `Err(None)`: the
+/// target is gone.
+fn refresh(
+    mech: &mut LiveMechanisms,
+    policy: &mut dyn Policy,
+    wants_alloc: bool,
+    floor: &mut Nanos,
+    needs_damon: bool,
+    budget_per_interval: u64,
+) -> Result<Vec<(u64, u64)>, Option<LiveError>> {
+    let pid = mech.pid;
+    let maps = match procfs::read_maps(pid) {
+        Ok(m) => m,
+        Err(_) if !procfs::alive(pid) => return Err(None),
+        Err(e) => {
+            return Err(Some(LiveError::runtime(format!(
+                "cannot read /proc/{pid}/maps: {e}"
+            ))))
+        }
+    };
+    let ranges = procfs::anon_ranges(&maps);
+    let r = mech
+        .refresh_placement(&ranges)
+        .map_err(|e| move_error(e, pid))?;
+    let [f, s] = mech.setup().nodes;
+    let free = |n: u32| numa::node_meminfo(n).1 * 1024 / PAGE_SIZE;
+    mech.set_node_free([free(f), free(s)]);
+    let now = mech.elapsed().max(*floor);
+    *floor = now;
+    mech.set_time(Some(now));
+    for &(start_vpn, nr_pages) in &r.munmaps {
+        policy.on_event(
+            &Event::Munmap {
+                pid: Pid(0),
+                start_vpn,
+                nr_pages,
+                kind: VmaKind::Anon,
+            },
+            mech,
+        );
+    }
+    for &(start_vpn, nr_pages) in &r.mmaps {
+        let vma = Vma {
+            start_vpn,
+            nr_pages,
+            kind: VmaKind::Anon,
+        };
+        policy.on_event(&Event::Mmap { pid: Pid(0), vma }, mech);
+    }
+    if wants_alloc {
+        for &(vpn, tier) in &r.allocs {
+            policy.on_event(
+                &Event::PageAlloc {
+                    pid: Pid(0),
+                    vpn,
+                    tier,
+                    huge: false,
+                },
+                mech,
+            );
+        }
+    }
+    // Rank by coldness only once DAMON has answered (else the first, blind pass
+    // would pick by address: the hot set as likely as any), and at most what the rate
+    // cap moves in one interval, so each interval ranks again with fresh snapshots.
+    if !needs_damon || mech.access.latest().is_some() {
+        mech.enforce_budget(budget_per_interval);
+    }
+    if mech.free_pages(TierId::FAST) < mech.watermarks(TierId::FAST).low {
+        policy.on_event(&Event::LowWatermark { tier: TierId::FAST }, mech);
+    }
+    mech.set_time(None);
+    Ok(ranges)
+}
+
+fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
+    let c = &mech.counters;
+    let [fast, slow] = mech.tier_pages();
+    IntervalStats {
+        time_s: mech.elapsed() as f64 / 1e9,
+        fast_pages: fast,
+        slow_pages: slow,
+        other_node_pages: mech.other_pages(),
+        fast_budget_pages: mech.setup().budget_pages,
+        free_fast_pages: mech.free_pages(TierId::FAST),
+        queued_pages: mech.mover.len() as u64,
+        promoted_pages: c.promoted_pages,
+        demoted_pages: c.demoted_pages,
+        budget_demote_requests: c.budget_demote_requests,
+        migrate_failures: c.migrate_failures,
+        fail_busy: c.fail_busy,
+        fail_nomem: c.fail_nomem,
+        fail_gone: c.fail_gone,
+        fail_other: c.fail_other,
+        refused_migrations: c.refused_migrations,
+        hint_faults: c.hint_faults,
+        young_tests: c.young_tests,
+        armed_ptes: c.armed_ptes,
+        allocated_pages: c.allocated_pages,
+        damon_snapshots: mech.access.nr_snapshots,
+        damon_regions: mech.access.latest().map_or(0, |s| s.regions.len() as u64),
+        move_calls: c.move_calls,
+        dry_run_pages: c.dry_run_pages,
+        daemon_cpu_ns: stats::process_cpu_ns().saturating_sub(cpu0),
+    }
+}
+
+fn emit(
+    l: &IntervalStats,
+    file: &mut Option<std::fs::File>,
+    verbose: bool,
+    prom: Option<&Arc<Mutex<String>>>,
+    policy: &str,
+) {
+    let text = serde_json::to_string(l).unwrap_or_default();
+    if let Some(f) = file {
+        let _ = writeln!(f, "{text}");
+    }
+    if verbose {
+        println!("{text}");
+    }
+    if let Some(p) = prom {
+        if let Ok(mut g) = p.lock() {
+            *g = stats::prometheus_text(l, policy);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn privileges_name_the_missing_capability() {
+        let none = caps::CapSet(0);
+        let admin = caps::CapSet(1 << caps::CAP_SYS_ADMIN);
+        let e = check_privileges("pet", true, none, 1000, None).unwrap_err();
+        assert_eq!(e.code, 3);
+        assert!(e.msg.contains("CAP_SYS_ADMIN"));
+        assert!(check_privileges("pet", true, admin, 0, Some(0)).is_ok());
+        // Placement-only policy, own child: nothing needed.
+        assert!(check_privileges("first-touch", false, none, 1000, None).is_ok());
+        let e = check_privileges("first-touch", false, none, 1000, Some(0)).unwrap_err();
+        assert!(e.code == 3 && e.msg.contains("CAP_SYS_PTRACE"), "{e}");
+        let ptrace = caps::CapSet(1 << caps::CAP_SYS_PTRACE);
+        assert!(check_privileges("first-touch", false, ptrace, 1000, Some(0)).is_ok());
+    }
+
+    #[test]
+    fn coalesce_closes_smallest_gaps() {
+        let r = [(0, 10), (12, 20), (100, 110), (111, 120)];
+        assert_eq!(coalesce(&r, 4), r.to_vec());
+        assert_eq!(coalesce(&r, 2), vec![(0, 20), (100, 120)]);
+        assert_eq!(coalesce(&r, 1), vec![(0, 120)]);
+        assert_eq!(coalesce(&r, 0), vec![(0, 120)]);
+    }
+}

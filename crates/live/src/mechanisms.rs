@@ -1,0 +1,1106 @@
+//! [`LiveMechanisms`]: `tierkit_core::Mechanisms` for one real Linux process.
+//!
+//! | mechanism | live facility | what is lost |
+//! |---|---|---|
+//! | `page`, `walk_pages`, `rss_pages` | a cache of move_pages(2) queries (`nodes = NULL`) over the target's private anonymous VMAs, refreshed every interval | placement changes by others (kernel, app) are seen one interval late; THPs are reported as base pages |
+//! | `vmas`, `Mmap`/`Munmap` | diffs of `/proc/PID/maps` between intervals | merged VMAs, short-lived mappings, one interval of lag |
+//! | `PageAlloc` | pages that became present between two queries | the exact first-touch time (one interval) |
+//! | `test_and_clear_young` | DAMON region snapshots ([`crate::access`]) | region granularity, probabilistic within a region, ≤ one aggregation of lag |
+//! | `arm_hint_fault`, `arm_range`, `HintFault` | armed pages watched through the same snapshots | no PROT_NONE, no fault stall; fault time estimated inside an aggregation window; `write` always false |
+//! | `set_sample_period` | none (policies that need it are refused) | — |
+//! | `migrate`, `exchange` | queued, move_pages(2) `MPOL_MF_MOVE` in bounded batches under a rate cap | the move happens after the call returns; failures (EBUSY...) are counted and the cache corrected |
+//! | `split_huge`, `collapse_huge` | unsupported (`None` / `NotPresent`) | all huge-page management |
+//! | `free_pages`, `watermarks`, `LowWatermark` | the fast budget (or the node's MemFree) and `/proc/zoneinfo` | allocation-time wake-ups: checked once per interval |
+//! | `now`, `schedule` | CLOCK_MONOTONIC since attach, a timer heap | — |
+
+use crate::access::{fault_time, AccessView, Rng, Snapshot};
+use crate::mover::{Move, Mover, MoverLimits};
+use crate::sys::move_pages::{self, CallError, PageStatus};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::time::Instant;
+use tierkit_core::*;
+
+/// Cache value of a page that is not present.
+pub const NOT_PRESENT: u8 = 255;
+/// Cache value of a page on a node that is neither the fast nor the slow one.
+pub const OTHER_NODE: u8 = 254;
+
+#[derive(Debug, Clone)]
+struct VmaCache {
+    start: Vpn,
+    tiers: Vec<u8>,
+}
+
+impl VmaCache {
+    fn end(&self) -> Vpn {
+        self.start + self.tiers.len() as u64
+    }
+}
+
+/// Counters of the live mechanisms (cumulative since attach).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counters {
+    /// Pages moved to the fast node (move_pages status confirmed).
+    pub promoted_pages: u64,
+    /// Pages moved to the slow node (confirmed), budget demotions included.
+    pub demoted_pages: u64,
+    /// Demotions the daemon queued itself to hold the fast budget.
+    pub budget_demote_requests: u64,
+    /// Pages a move_pages call did not move, any reason.
+    pub migrate_failures: u64,
+    /// ... of which `-EBUSY`.
+    pub fail_busy: u64,
+    /// ... of which `-ENOMEM` (target node full).
+    pub fail_nomem: u64,
+    /// ... of which `-EFAULT`/`-ENOENT` (unmapped or freed meanwhile).
+    pub fail_gone: u64,
+    /// ... of which `-EACCES` (shared page) or another error / landed elsewhere.
+    pub fail_other: u64,
+    /// `migrate` calls refused before queueing (no space, queue full, not present).
+    pub refused_migrations: u64,
+    /// Hinting faults delivered.
+    pub hint_faults: u64,
+    /// Accessed-bit tests answered.
+    pub young_tests: u64,
+    /// Pages armed.
+    pub armed_ptes: u64,
+    /// Pages first seen present (PageAlloc).
+    pub allocated_pages: u64,
+    /// move_pages(2) calls that moved pages.
+    pub move_calls: u64,
+    /// Wall time inside those calls, ns.
+    pub move_ns: u64,
+    /// Pages handed to those calls.
+    pub move_pages_requested: u64,
+    /// Wall time of placement queries, ns.
+    pub query_ns: u64,
+    /// CPU the policy charged itself (its estimate of in-kernel work), ns.
+    pub policy_charged_ns: u64,
+    /// Pages that would have moved (`--dry-run`).
+    pub dry_run_pages: u64,
+    /// Timers fired.
+    pub timers: u64,
+}
+
+/// How the tiers map onto nodes, and the fast budget.
+#[derive(Debug, Clone)]
+pub struct TierSetup {
+    /// Node of tier 0 and of tier 1.
+    pub nodes: [u32; 2],
+    /// Tier descriptions (capacity: the budget for the fast tier when given).
+    pub tiers: Vec<TierInfo>,
+    /// Fast budget in pages.
+    pub budget_pages: Option<u64>,
+    /// Watermarks per tier.
+    pub watermarks: [Watermarks; 2],
+}
+
+/// Linux's watermark formula (`__setup_per_zone_wmarks`, `watermark_scale_factor`
+/// 10) for a tier of `capacity` pages on a machine of `total` pages; used for the
+/// fast budget, which has no zone of its own.
+pub fn budget_watermarks(capacity: u64, total: u64) -> Watermarks {
+    let total_kib = (total * PAGE_SIZE / 1024) as f64;
+    let min_free_kib = (4.0 * total_kib.sqrt()).clamp(128.0, 262_144.0);
+    let min_total = min_free_kib * 1024.0 / PAGE_SIZE as f64;
+    let min = (min_total * capacity as f64 / total.max(1) as f64) as u64;
+    let step = (min / 4).max(capacity * 10 / 10_000);
+    Watermarks {
+        min,
+        low: min + step,
+        high: min + 2 * step,
+    }
+}
+
+/// What a placement refresh found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Refresh {
+    /// New page ranges `(start, nr_pages)`.
+    pub mmaps: Vec<(Vpn, u64)>,
+    /// Vanished page ranges `(start, nr_pages)`.
+    pub munmaps: Vec<(Vpn, u64)>,
+    /// Pages present now that were not before.
+    pub allocs: Vec<(Vpn, TierId)>,
+}
+
+/// `a \ b` for sorted, disjoint half-open ranges.
+pub fn subtract(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    for &(s, e) in a {
+        let mut cur = s;
+        while j < b.len() && b[j].1 <= cur {
+            j += 1;
+        }
+        let mut k = j;
+        while cur < e {
+            match b.get(k) {
+                Some(&(bs, be)) if bs < e => {
+                    if bs > cur {
+                        out.push((cur, bs));
+                    }
+                    cur = cur.max(be);
+                    k += 1;
+                }
+                _ => {
+                    out.push((cur, e));
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The live implementation of the mechanisms for one target process (policy pid 0).
+pub struct LiveMechanisms {
+    /// Target OS pid.
+    pub pid: i32,
+    start: Instant,
+    time_override: Option<Nanos>,
+    setup: TierSetup,
+    node_free: [u64; 2],
+    vmas: Vec<VmaCache>,
+    counts: [u64; 2],
+    other_pages: u64,
+    armed: BTreeMap<Vpn, Nanos>,
+    tested: HashMap<Vpn, Nanos>,
+    /// Region snapshots from DAMON.
+    pub access: AccessView,
+    /// Queued moves.
+    pub mover: Mover,
+    timers: BinaryHeap<Reverse<(Nanos, u64, TimerId)>>,
+    timer_seq: u64,
+    rng: Rng,
+    /// Counters.
+    pub counters: Counters,
+    dry_run: bool,
+    gone: bool,
+}
+
+impl LiveMechanisms {
+    /// Mechanisms for `pid` with the clock starting now.
+    pub fn new(
+        pid: i32,
+        setup: TierSetup,
+        limits: MoverLimits,
+        seed: u64,
+        dry_run: bool,
+    ) -> LiveMechanisms {
+        LiveMechanisms {
+            pid,
+            start: Instant::now(),
+            time_override: None,
+            setup,
+            node_free: [u64::MAX; 2],
+            vmas: Vec::new(),
+            counts: [0; 2],
+            other_pages: 0,
+            armed: BTreeMap::new(),
+            tested: HashMap::new(),
+            access: AccessView::default(),
+            mover: Mover::new(limits),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            rng: Rng(seed),
+            counters: Counters::default(),
+            dry_run,
+            gone: false,
+        }
+    }
+
+    /// Real time since attach, ns.
+    pub fn elapsed(&self) -> Nanos {
+        self.start.elapsed().as_nanos() as Nanos
+    }
+
+    /// Make `now()` return `t` (a timer's deadline, a fault's time) until cleared.
+    pub fn set_time(&mut self, t: Option<Nanos>) {
+        self.time_override = t;
+    }
+
+    /// Pages of the target per tier `[fast, slow]`, queued moves counted as done.
+    pub fn tier_pages(&self) -> [u64; 2] {
+        self.counts
+    }
+
+    /// Pages on other nodes.
+    pub fn other_pages(&self) -> u64 {
+        self.other_pages
+    }
+
+    /// The tier setup.
+    pub fn setup(&self) -> &TierSetup {
+        &self.setup
+    }
+
+    /// The target vanished (ESRCH).
+    pub fn target_gone(&self) -> bool {
+        self.gone
+    }
+
+    /// Update the nodes' free pages (from their meminfo).
+    pub fn set_node_free(&mut self, free_pages: [u64; 2]) {
+        self.node_free = free_pages;
+    }
+
+    /// The earliest pending timer.
+    pub fn next_timer(&self) -> Option<Nanos> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// Pop the earliest timer if it is due at `now`.
+    pub fn pop_due_timer(&mut self, now: Nanos) -> Option<(Nanos, TimerId)> {
+        match self.timers.peek() {
+            Some(Reverse((at, _, _))) if *at <= now => {
+                let Reverse((at, _, id)) = self.timers.pop().expect("peeked");
+                self.counters.timers += 1;
+                Some((at, id))
+            }
+            _ => None,
+        }
+    }
+
+    fn locate(&self, vpn: Vpn) -> Option<(usize, usize)> {
+        let i = self
+            .vmas
+            .partition_point(|v| v.start <= vpn)
+            .checked_sub(1)?;
+        let v = &self.vmas[i];
+        (vpn < v.end()).then(|| (i, (vpn - v.start) as usize))
+    }
+
+    fn tier_of(&self, vpn: Vpn) -> u8 {
+        self.locate(vpn)
+            .map_or(NOT_PRESENT, |(i, j)| self.vmas[i].tiers[j])
+    }
+
+    fn bump(&mut self, t: u8, up: bool) {
+        let c = match t {
+            0 | 1 => &mut self.counts[t as usize],
+            OTHER_NODE => &mut self.other_pages,
+            _ => return,
+        };
+        if up {
+            *c += 1;
+        } else {
+            *c = c.saturating_sub(1);
+        }
+    }
+
+    fn set_tier(&mut self, vpn: Vpn, t: u8) {
+        if let Some((i, j)) = self.locate(vpn) {
+            let old = std::mem::replace(&mut self.vmas[i].tiers[j], t);
+            self.bump(old, false);
+            self.bump(t, true);
+        }
+    }
+
+    fn node_to_tier(&self, n: i32) -> u8 {
+        if n == self.setup.nodes[0] as i32 {
+            0
+        } else if n == self.setup.nodes[1] as i32 {
+            1
+        } else {
+            OTHER_NODE
+        }
+    }
+
+    /// The target's tracked page ranges `(start vpn, end vpn)`.
+    pub fn ranges(&self) -> Vec<(Vpn, Vpn)> {
+        self.vmas.iter().map(|v| (v.start, v.end())).collect()
+    }
+
+    /// Re-read placement for the private anonymous byte ranges `ranges` (sorted):
+    /// one move_pages query over every page, pending moves kept as the policy's view.
+    pub fn refresh_placement(&mut self, byte_ranges: &[(u64, u64)]) -> Result<Refresh, CallError> {
+        let new: Vec<(Vpn, Vpn)> = byte_ranges
+            .iter()
+            .map(|&(s, e)| (s >> PAGE_SHIFT, e >> PAGE_SHIFT))
+            .filter(|(s, e)| e > s)
+            .collect();
+        let old = self.ranges();
+        let mut r = Refresh {
+            mmaps: subtract(&new, &old)
+                .into_iter()
+                .map(|(s, e)| (s, e - s))
+                .collect(),
+            munmaps: subtract(&old, &new)
+                .into_iter()
+                .map(|(s, e)| (s, e - s))
+                .collect(),
+            allocs: Vec::new(),
+        };
+        let addrs: Vec<u64> = new
+            .iter()
+            .flat_map(|&(s, e)| (s..e).map(|v| v << PAGE_SHIFT))
+            .collect();
+        let t = Instant::now();
+        let st = move_pages::query(self.pid, &addrs);
+        self.counters.query_ns += t.elapsed().as_nanos() as u64;
+        let st = match st {
+            Err(CallError::NoProcess) => {
+                self.gone = true;
+                return Err(CallError::NoProcess);
+            }
+            other => other?,
+        };
+        let mut caches = Vec::with_capacity(new.len());
+        let mut k = 0;
+        for &(s, e) in &new {
+            let mut tiers = Vec::with_capacity((e - s) as usize);
+            for vpn in s..e {
+                let actual = match st[k] {
+                    PageStatus::Node(n) => self.node_to_tier(n),
+                    _ => NOT_PRESENT,
+                };
+                k += 1;
+                let before = self.tier_of(vpn);
+                let mut t = actual;
+                if let Some(m) = self.mover.pending(vpn) {
+                    if actual == m.from.0 {
+                        t = m.to.0;
+                    }
+                }
+                if actual <= 1 && before == NOT_PRESENT {
+                    r.allocs.push((vpn, TierId(actual)));
+                }
+                tiers.push(t);
+            }
+            caches.push(VmaCache { start: s, tiers });
+        }
+        self.vmas = caches;
+        for &(s, n) in &r.munmaps {
+            self.mover.forget_range(s, s + n);
+            let gone: Vec<Vpn> = self.armed.range(s..s + n).map(|(v, _)| *v).collect();
+            for v in gone {
+                self.armed.remove(&v);
+            }
+        }
+        if !r.munmaps.is_empty() {
+            let m = r.munmaps.clone();
+            self.tested
+                .retain(|v, _| !m.iter().any(|&(s, n)| *v >= s && *v < s + n));
+        }
+        self.counts = [0; 2];
+        self.other_pages = 0;
+        for i in 0..self.vmas.len() {
+            for j in 0..self.vmas[i].tiers.len() {
+                let t = self.vmas[i].tiers[j];
+                self.bump(t, true);
+            }
+        }
+        self.counters.allocated_pages += r.allocs.len() as u64;
+        Ok(r)
+    }
+
+    /// Queue demotions of the coldest fast pages until the fast tier holds the budget,
+    /// at most `max_pages` now (the rate cap's worth of one interval, so the next
+    /// interval ranks again with fresher snapshots). Coldest = lowest `nr_accesses`,
+    /// then oldest, in the newest DAMON snapshot; pages no snapshot covers come after
+    /// every covered page, in address order. Returns the pages queued.
+    pub fn enforce_budget(&mut self, max_pages: u64) -> u64 {
+        let Some(budget) = self.setup.budget_pages else {
+            return 0;
+        };
+        let excess = self.counts[0].saturating_sub(budget).min(max_pages);
+        if excess == 0 {
+            return 0;
+        }
+        let snap = self.access.latest();
+        let mut cands: Vec<((u32, Reverse<u32>), Vpn)> = Vec::new();
+        for v in &self.vmas {
+            for (j, &t) in v.tiers.iter().enumerate() {
+                let vpn = v.start + j as u64;
+                if t == 0 && self.mover.pending(vpn).is_none() {
+                    let key = snap
+                        .and_then(|s| s.region(vpn))
+                        .map_or((u32::MAX, Reverse(0)), |r| (r.nr_accesses, Reverse(r.age)));
+                    cands.push((key, vpn));
+                }
+            }
+        }
+        let n = (excess as usize).min(cands.len());
+        if n < cands.len() {
+            cands.select_nth_unstable(n);
+        }
+        let mut queued = 0;
+        for &(_, vpn) in &cands[..n] {
+            if self.mover.enqueue(vpn, TierId(0), TierId(1)) {
+                self.set_tier(vpn, 1);
+                queued += 1;
+            }
+        }
+        self.counters.budget_demote_requests += queued;
+        queued
+    }
+
+    /// Carry out the next batch the rate cap allows. Errors: the target is gone
+    /// (`NoProcess`) or may not be touched (`Permission`).
+    pub fn flush_moves(&mut self, now: Nanos) -> Result<usize, CallError> {
+        let batch = self.mover.next_batch(now);
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        if self.dry_run {
+            self.counters.dry_run_pages += batch.len() as u64;
+            return Ok(batch.len());
+        }
+        let addrs: Vec<u64> = batch.iter().map(|m| m.vpn << PAGE_SHIFT).collect();
+        let nodes: Vec<i32> = batch
+            .iter()
+            .map(|m| self.setup.nodes[m.to.index()] as i32)
+            .collect();
+        let t = Instant::now();
+        let res = move_pages::move_to(self.pid, &addrs, &nodes);
+        self.counters.move_ns += t.elapsed().as_nanos() as u64;
+        self.counters.move_calls += 1;
+        self.counters.move_pages_requested += batch.len() as u64;
+        let st = match res {
+            Ok(st) => st,
+            Err(e) => {
+                if e == CallError::NoProcess {
+                    self.gone = true;
+                }
+                for m in &batch {
+                    self.revert(m, self.tier_of_before(m));
+                }
+                self.counters.migrate_failures += batch.len() as u64;
+                self.counters.fail_other += batch.len() as u64;
+                return Err(e);
+            }
+        };
+        self.apply_statuses(&batch, &st);
+        Ok(batch.len())
+    }
+
+    fn tier_of_before(&self, m: &Move) -> u8 {
+        m.from.0
+    }
+
+    fn revert(&mut self, m: &Move, t: u8) {
+        if self.tier_of(m.vpn) == m.to.0 {
+            self.set_tier(m.vpn, t);
+        }
+    }
+
+    /// Account one batch's per-page statuses and correct the cache.
+    pub fn apply_statuses(&mut self, batch: &[Move], st: &[PageStatus]) {
+        for (m, s) in batch.iter().zip(st) {
+            match *s {
+                PageStatus::Node(n) if n == self.setup.nodes[m.to.index()] as i32 => {
+                    if m.to.0 < m.from.0 {
+                        self.counters.promoted_pages += 1;
+                    } else {
+                        self.counters.demoted_pages += 1;
+                    }
+                }
+                other => {
+                    self.counters.migrate_failures += 1;
+                    let back = match other {
+                        PageStatus::Node(n) => {
+                            self.counters.fail_other += 1;
+                            self.node_to_tier(n)
+                        }
+                        PageStatus::Busy => {
+                            self.counters.fail_busy += 1;
+                            m.from.0
+                        }
+                        PageStatus::NoMem => {
+                            self.counters.fail_nomem += 1;
+                            m.from.0
+                        }
+                        PageStatus::NotPresent | PageStatus::Fault => {
+                            self.counters.fail_gone += 1;
+                            NOT_PRESENT
+                        }
+                        PageStatus::Shared | PageStatus::Other(_) => {
+                            self.counters.fail_other += 1;
+                            m.from.0
+                        }
+                    };
+                    self.revert(m, back);
+                }
+            }
+        }
+    }
+
+    /// Add a DAMON snapshot; returns the hinting faults it reveals for armed pages,
+    /// `(time, vpn, tier, armed_at)` in time order (the pages are disarmed).
+    pub fn add_snapshot(&mut self, s: Snapshot) -> Vec<(Nanos, Vpn, TierId, Nanos)> {
+        let mut faults = Vec::new();
+        if !self.armed.is_empty() {
+            for r in s.regions.iter().filter(|r| r.nr_accesses > 0) {
+                let hits: Vec<(Vpn, Nanos)> = self
+                    .armed
+                    .range(r.start..r.end)
+                    .map(|(v, a)| (*v, *a))
+                    .collect();
+                for (vpn, armed_at) in hits {
+                    if let Some(t) = fault_time(&s, r.rate, armed_at, self.rng.unit()) {
+                        self.armed.remove(&vpn);
+                        let tier = self.tier_of(vpn);
+                        if tier <= 1 {
+                            faults.push((t, vpn, TierId(tier), armed_at));
+                        }
+                    }
+                }
+            }
+        }
+        faults.sort_unstable();
+        self.counters.hint_faults += faults.len() as u64;
+        self.access.push(s);
+        faults
+    }
+
+    fn present_tier(&self, pid: Pid, vpn: Vpn) -> Option<TierId> {
+        if pid != Pid(0) || self.gone {
+            return None;
+        }
+        let t = self.tier_of(vpn);
+        (t <= 1).then_some(TierId(t))
+    }
+}
+
+impl Mechanisms for LiveMechanisms {
+    fn now(&self) -> Nanos {
+        self.time_override.unwrap_or_else(|| self.elapsed())
+    }
+
+    fn tiers(&self) -> &[TierInfo] {
+        &self.setup.tiers
+    }
+
+    fn free_pages(&self, tier: TierId) -> u64 {
+        let i = tier.index();
+        let Some(info) = self.setup.tiers.get(i) else {
+            return 0;
+        };
+        let by_cap = info.capacity_pages.saturating_sub(self.counts[i]);
+        let incoming = self.mover.net_into(tier).max(0) as u64;
+        by_cap.min(self.node_free[i].saturating_sub(incoming))
+    }
+
+    fn watermarks(&self, tier: TierId) -> Watermarks {
+        self.setup.watermarks[tier.index().min(1)]
+    }
+
+    fn processes(&self) -> Vec<Pid> {
+        if self.gone {
+            Vec::new()
+        } else {
+            vec![Pid(0)]
+        }
+    }
+
+    fn vmas(&self, pid: Pid) -> Vec<Vma> {
+        if pid != Pid(0) {
+            return Vec::new();
+        }
+        self.vmas
+            .iter()
+            .map(|v| Vma {
+                start_vpn: v.start,
+                nr_pages: v.tiers.len() as u64,
+                kind: VmaKind::Anon,
+            })
+            .collect()
+    }
+
+    fn rss_pages(&self, pid: Pid) -> u64 {
+        if pid == Pid(0) {
+            self.counts[0] + self.counts[1] + self.other_pages
+        } else {
+            0
+        }
+    }
+
+    fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo> {
+        self.present_tier(pid, vpn)
+            .map(|tier| PageInfo { tier, huge: false })
+    }
+
+    fn walk_pages(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64 {
+        if pid != Pid(0) {
+            return 0;
+        }
+        let end = start_vpn.saturating_add(nr_pages);
+        let mut walked = 0;
+        let first = self.vmas.partition_point(|v| v.end() <= start_vpn);
+        for v in &self.vmas[first..] {
+            if v.start >= end {
+                break;
+            }
+            let (s, e) = (v.start.max(start_vpn), v.end().min(end));
+            for vpn in s..e {
+                walked += 1;
+                let t = v.tiers[(vpn - v.start) as usize];
+                if t <= 1 {
+                    f(
+                        vpn,
+                        PageInfo {
+                            tier: TierId(t),
+                            huge: false,
+                        },
+                    );
+                }
+            }
+        }
+        walked
+    }
+
+    fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool {
+        if self.present_tier(pid, vpn).is_none() {
+            return false;
+        }
+        let now = self.now();
+        if let std::collections::btree_map::Entry::Vacant(e) = self.armed.entry(vpn) {
+            e.insert(now);
+            self.counters.armed_ptes += 1;
+        }
+        true
+    }
+
+    fn arm_range(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier_filter: Option<TierId>,
+    ) -> u64 {
+        let mut pages = Vec::new();
+        self.walk_pages(pid, start_vpn, nr_pages, &mut |vpn, info| {
+            if tier_filter.is_none_or(|t| t == info.tier) {
+                pages.push(vpn);
+            }
+        });
+        let now = self.now();
+        let mut n = 0;
+        for vpn in pages {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.armed.entry(vpn) {
+                e.insert(now);
+                n += 1;
+            }
+        }
+        self.counters.armed_ptes += n;
+        n
+    }
+
+    fn test_and_clear_young(&mut self, pid: Pid, vpn: Vpn) -> Option<bool> {
+        self.present_tier(pid, vpn)?;
+        let now = self.now();
+        let since = self.tested.insert(vpn, now).unwrap_or(0);
+        self.counters.young_tests += 1;
+        let p = self.access.p_accessed(vpn, since, now).unwrap_or(0.0);
+        Some(p >= 1.0 || (p > 0.0 && self.rng.unit() < p))
+    }
+
+    fn set_sample_period(&mut self, _kind: SampleKind, _period: u64) {
+        // No sampling live: policies needing it are refused before they start.
+    }
+
+    fn schedule(&mut self, at: Nanos, id: TimerId, _runner: Runner) {
+        let at = at.max(self.now());
+        self.timer_seq += 1;
+        self.timers.push(Reverse((at, self.timer_seq, id)));
+    }
+
+    fn charge_cpu(&mut self, ns: u64) {
+        self.counters.policy_charged_ns += ns;
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    fn migrate(
+        &mut self,
+        pid: Pid,
+        vpn: Vpn,
+        to: TierId,
+        _mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        let r = (|| {
+            if to.index() > 1 {
+                return Err(MigrateError::BadTier);
+            }
+            let from = self
+                .present_tier(pid, vpn)
+                .ok_or(MigrateError::NotPresent)?;
+            if from == to {
+                return Err(MigrateError::AlreadyThere);
+            }
+            if self.free_pages(to) <= self.watermarks(to).min {
+                return Err(MigrateError::NoSpace);
+            }
+            // A full queue (the rate cap is behind) refuses like a full tier would.
+            if !self.mover.enqueue(vpn, from, to) {
+                return Err(MigrateError::NoSpace);
+            }
+            self.set_tier(vpn, to.0);
+            Ok(())
+        })();
+        if r.is_err() {
+            self.counters.refused_migrations += 1;
+        }
+        r
+    }
+
+    fn exchange(
+        &mut self,
+        a: (Pid, Vpn),
+        b: (Pid, Vpn),
+        _mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        let ta = self
+            .present_tier(a.0, a.1)
+            .ok_or(MigrateError::NotPresent)?;
+        let tb = self
+            .present_tier(b.0, b.1)
+            .ok_or(MigrateError::NotPresent)?;
+        if ta == tb {
+            return Err(MigrateError::AlreadyThere);
+        }
+        if self.mover.len() + 2 > self.mover_capacity() {
+            self.counters.refused_migrations += 1;
+            return Err(MigrateError::NoSpace);
+        }
+        // The demotion half is queued first, so it is never carried out after the
+        // promotion half: the fast node holds at most one extra page in between.
+        let (down, up) = if ta.0 < tb.0 { (a.1, b.1) } else { (b.1, a.1) };
+        self.mover.enqueue(down, TierId(0), TierId(1));
+        self.mover.enqueue(up, TierId(1), TierId(0));
+        self.set_tier(down, 1);
+        self.set_tier(up, 0);
+        Ok(())
+    }
+
+    fn split_huge(&mut self, _pid: Pid, _vpn: Vpn, _free_zero_subpages: bool) -> Option<u64> {
+        None
+    }
+
+    fn collapse_huge(&mut self, _pid: Pid, _vpn: Vpn, _tier: TierId) -> Result<(), MigrateError> {
+        Err(MigrateError::NotPresent)
+    }
+}
+
+impl LiveMechanisms {
+    fn mover_capacity(&self) -> usize {
+        self.mover.max_queue()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_subtraction() {
+        assert_eq!(
+            subtract(&[(0, 10)], &[(2, 4), (6, 7)]),
+            vec![(0, 2), (4, 6), (7, 10)]
+        );
+        assert_eq!(subtract(&[(0, 10), (20, 30)], &[(0, 10)]), vec![(20, 30)]);
+        assert_eq!(subtract(&[(0, 10)], &[]), vec![(0, 10)]);
+        assert_eq!(subtract(&[(5, 10)], &[(0, 20)]), Vec::<(u64, u64)>::new());
+        // Growth of a heap: only the new tail is an mmap.
+        assert_eq!(subtract(&[(100, 150)], &[(100, 120)]), vec![(120, 150)]);
+    }
+
+    use crate::sys::damon::Region;
+
+    /// An anonymous mapping of our own, with `touched` pages written.
+    struct Buf {
+        p: *mut libc::c_void,
+        len: usize,
+    }
+    impl Buf {
+        fn new(pages: usize, touched: &[usize]) -> Buf {
+            let len = pages * 4096;
+            // SAFETY: a private anonymous mapping owned by the test.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            let b = Buf { p, len };
+            for &i in touched {
+                b.touch(i);
+            }
+            b
+        }
+        fn touch(&self, i: usize) {
+            // SAFETY: inside the mapping.
+            unsafe { *(self.p as *mut u8).add(i * 4096) = 1 };
+        }
+        fn vpn(&self) -> Vpn {
+            self.p as u64 >> PAGE_SHIFT
+        }
+        fn range(&self) -> (u64, u64) {
+            (self.p as u64, self.p as u64 + self.len as u64)
+        }
+    }
+    impl Drop for Buf {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`.
+            unsafe { libc::munmap(self.p, self.len) };
+        }
+    }
+
+    fn own(budget: Option<u64>, dry_run: bool) -> LiveMechanisms {
+        let info = |id: u8, cap: u64| TierInfo {
+            id: TierId(id),
+            name: format!("node{id}"),
+            capacity_pages: cap,
+            load_ns: 100.0,
+            store_ns: 100.0,
+            bandwidth_bytes_per_s: 1e10,
+        };
+        let wm = Watermarks {
+            min: 0,
+            low: 1,
+            high: 2,
+        };
+        let setup = TierSetup {
+            nodes: [0, 1],
+            tiers: vec![info(0, budget.unwrap_or(1 << 30)), info(1, 1 << 30)],
+            budget_pages: budget,
+            watermarks: [wm, wm],
+        };
+        let limits = MoverLimits {
+            batch_pages: 8,
+            rate_pages_per_s: 1 << 20,
+            max_queue_pages: 64,
+        };
+        LiveMechanisms::new(std::process::id() as i32, setup, limits, 1, dry_run)
+    }
+
+    fn snap(end_ns: Nanos, regions: &[(Vpn, Vpn, u32)]) -> Snapshot {
+        let r: Vec<Region> = regions
+            .iter()
+            .map(|&(s, e, n)| Region {
+                start: s << PAGE_SHIFT,
+                end: e << PAGE_SHIFT,
+                nr_accesses: n,
+                age: 5,
+            })
+            .collect();
+        Snapshot::from_damon(end_ns, 200_000_000, 5_000_000, &r)
+    }
+
+    #[test]
+    fn refresh_reports_mmap_alloc_munmap_of_a_real_mapping() {
+        let b = Buf::new(64, &(0..16).collect::<Vec<_>>());
+        let mut m = own(None, true);
+        let r = m.refresh_placement(&[b.range()]).unwrap();
+        assert_eq!(r.mmaps, vec![(b.vpn(), 64)]);
+        assert_eq!(r.allocs.len(), 16);
+        assert!(r.allocs.iter().all(|&(_, t)| t == TierId(0)));
+        assert_eq!(m.tier_pages(), [16, 0]);
+        assert_eq!(m.rss_pages(Pid(0)), 16);
+        assert_eq!(m.page(Pid(0), b.vpn() + 3).map(|p| p.tier), Some(TierId(0)));
+        assert_eq!(m.page(Pid(0), b.vpn() + 30), None);
+        b.touch(20);
+        let (s, e) = b.range();
+        let r = m.refresh_placement(&[(s, s + (e - s) / 2)]).unwrap();
+        assert_eq!(r.munmaps, vec![(b.vpn() + 32, 32)]);
+        assert_eq!(r.allocs, vec![(b.vpn() + 20, TierId(0))]);
+        let mut n = 0;
+        assert_eq!(m.walk_pages(Pid(0), b.vpn(), 1000, &mut |_, _| n += 1), 32);
+        assert_eq!(n, 17);
+    }
+
+    #[test]
+    fn migrate_queues_checks_space_and_dry_run_does_not_move() {
+        let b = Buf::new(8, &[0, 1, 2]);
+        let mut m = own(Some(3), true);
+        m.refresh_placement(&[b.range()]).unwrap();
+        let v = b.vpn();
+        assert_eq!(
+            m.migrate(Pid(0), v, TierId(0), MigrateMode::Async),
+            Err(MigrateError::AlreadyThere)
+        );
+        assert_eq!(
+            m.migrate(Pid(0), v + 5, TierId(1), MigrateMode::Async),
+            Err(MigrateError::NotPresent)
+        );
+        assert_eq!(
+            m.migrate(Pid(0), v, TierId(2), MigrateMode::Async),
+            Err(MigrateError::BadTier)
+        );
+        assert_eq!(m.free_pages(TierId(0)), 0, "budget of 3 holds 3 pages");
+        // Pretend page 2 sits on the slow node: the full budget refuses its promotion.
+        m.set_tier(v + 2, 1);
+        assert_eq!(m.free_pages(TierId(0)), 1);
+        m.setup.watermarks[0].min = 1;
+        assert_eq!(
+            m.migrate(Pid(0), v + 2, TierId(0), MigrateMode::Async),
+            Err(MigrateError::NoSpace)
+        );
+        m.setup.watermarks[0].min = 0;
+        assert_eq!(
+            m.migrate(Pid(0), v + 2, TierId(0), MigrateMode::Async),
+            Ok(())
+        );
+        assert_eq!(m.tier_pages(), [3, 0]);
+        assert_eq!(m.migrate(Pid(0), v, TierId(1), MigrateMode::Async), Ok(()));
+        assert_eq!(m.flush_moves(m.elapsed()).unwrap(), 2);
+        assert_eq!(m.counters.dry_run_pages, 2);
+        assert_eq!(m.counters.move_calls, 0, "dry run never calls move_pages");
+        assert_eq!(m.counters.refused_migrations, 4);
+    }
+
+    #[test]
+    fn a_move_to_a_missing_node_is_a_call_error_and_is_reverted() {
+        let b = Buf::new(4, &[0]);
+        let mut m = own(None, false);
+        m.setup.nodes = [0, 4000];
+        m.refresh_placement(&[b.range()]).unwrap();
+        assert_eq!(
+            m.migrate(Pid(0), b.vpn(), TierId(1), MigrateMode::Async),
+            Ok(())
+        );
+        assert_eq!(m.tier_pages(), [0, 1]);
+        let e = m.flush_moves(m.elapsed()).unwrap_err();
+        assert!(
+            matches!(e, CallError::NoNode | CallError::Other(_)),
+            "{e:?}"
+        );
+        assert_eq!(m.tier_pages(), [1, 0], "reverted");
+        assert_eq!(m.counters.migrate_failures, 1);
+    }
+
+    #[test]
+    fn statuses_update_counters_and_cache() {
+        let b = Buf::new(4, &[0, 1, 2]);
+        let mut m = own(None, false);
+        m.refresh_placement(&[b.range()]).unwrap();
+        let v = b.vpn();
+        for i in 0..3 {
+            m.set_tier(v + i, 0);
+        }
+        let mv = |vpn| Move {
+            vpn,
+            from: TierId(1),
+            to: TierId(0),
+        };
+        // As if three promotions were queued: one lands, one is busy, one vanished.
+        m.apply_statuses(
+            &[mv(v), mv(v + 1), mv(v + 2)],
+            &[
+                PageStatus::Node(0),
+                PageStatus::Busy,
+                PageStatus::NotPresent,
+            ],
+        );
+        let c = &m.counters;
+        assert_eq!(
+            (
+                c.promoted_pages,
+                c.fail_busy,
+                c.fail_gone,
+                c.migrate_failures
+            ),
+            (1, 1, 1, 2)
+        );
+        assert_eq!(
+            m.page(Pid(0), v + 1).unwrap().tier,
+            TierId(1),
+            "busy page back where it was"
+        );
+        assert_eq!(m.page(Pid(0), v + 2), None);
+    }
+
+    #[test]
+    fn budget_demotes_the_coldest_pages() {
+        let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
+        let mut m = own(Some(10), true);
+        m.refresh_placement(&[b.range()]).unwrap();
+        let v = b.vpn();
+        m.add_snapshot(snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]));
+        assert_eq!(m.enforce_budget(4), 4, "bounded per call");
+        assert_eq!(m.enforce_budget(100), 2);
+        assert_eq!(m.tier_pages(), [10, 6]);
+        for i in 0..8 {
+            assert_eq!(
+                m.page(Pid(0), v + i).unwrap().tier,
+                TierId(0),
+                "hot page {i} stays"
+            );
+        }
+        assert_eq!(m.enforce_budget(100), 0, "already queued");
+    }
+
+    #[test]
+    fn pages_no_snapshot_covers_are_demoted_last() {
+        let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
+        let mut m = own(Some(12), true);
+        m.refresh_placement(&[b.range()]).unwrap();
+        let v = b.vpn();
+        // Only the upper half is covered (and idle); the lower half is unknown.
+        m.add_snapshot(snap(200_000_000, &[(v + 8, v + 16, 0)]));
+        assert_eq!(m.enforce_budget(100), 4);
+        for i in 0..8 {
+            assert_eq!(
+                m.page(Pid(0), v + i).unwrap().tier,
+                TierId(0),
+                "unknown page {i} kept"
+            );
+        }
+    }
+
+    #[test]
+    fn young_bits_and_faults_follow_snapshots() {
+        let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
+        let mut m = own(None, true);
+        m.refresh_placement(&[b.range()]).unwrap();
+        let v = b.vpn();
+        m.set_time(Some(0));
+        assert!(m.arm_hint_fault(Pid(0), v + 1));
+        assert!(m.arm_hint_fault(Pid(0), v + 12));
+        assert!(!m.arm_hint_fault(Pid(0), v + 100));
+        assert_eq!(m.arm_range(Pid(0), v, 16, Some(TierId(1))), 0);
+        let f = m.add_snapshot(snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]));
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].1, f[0].2, f[0].3), (v + 1, TierId(0), 0));
+        assert!(f[0].0 > 0 && f[0].0 < 200_000_000);
+        assert_eq!(m.counters.hint_faults, 1);
+        m.set_time(Some(200_000_000));
+        assert_eq!(m.test_and_clear_young(Pid(0), v + 2), Some(true));
+        assert_eq!(m.test_and_clear_young(Pid(0), v + 9), Some(false));
+        m.add_snapshot(snap(400_000_000, &[(v, v + 16, 0)]));
+        m.set_time(Some(400_000_000));
+        assert_eq!(
+            m.test_and_clear_young(Pid(0), v + 2),
+            Some(false),
+            "idle since the last test"
+        );
+        assert_eq!(m.test_and_clear_young(Pid(0), v + 40), None);
+        // The still-armed cold page faults once its region turns hot.
+        let f = m.add_snapshot(snap(600_000_000, &[(v + 8, v + 16, 40)]));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].1, v + 12);
+    }
+
+    #[test]
+    fn budget_watermarks_are_small_and_ordered() {
+        let w = budget_watermarks(16384, 16384 + 524288);
+        assert!(
+            w.min < w.low && w.low < w.high && w.high < 16384 / 10,
+            "{w:?}"
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! `/proc/PID/{maps,status,numa_maps,stat}` parsers and readers.
+
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapEntry {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// `rwxp` / `rw-s` permission letters.
+    pub perms: String,
+    /// Inode of the backing file (0 for anonymous memory).
+    pub inode: u64,
+    /// Path or pseudo-name (`[heap]`, `[stack]`), empty for plain anonymous memory.
+    pub path: String,
+}
+
+impl MapEntry {
+    /// Private anonymous memory the daemon tiers: no file, private, readable or
+    /// writable (PROT_NONE guard areas hold no pages), the heap or unnamed/`[anon:]`
+    /// mappings. Stacks, vdso and file mappings are left alone: moving page cache
+    /// would move other processes' data too.
+    pub fn is_private_anon(&self) -> bool {
+        let b = self.perms.as_bytes();
+        let private = b.get(3) == Some(&b'p');
+        let accessible = b.first() == Some(&b'r') || b.get(1) == Some(&b'w');
+        let anon_name =
+            self.path.is_empty() || self.path == "[heap]" || self.path.starts_with("[anon:");
+        private && accessible && self.inode == 0 && anon_name
+    }
+}
+
+/// Parse the text of `/proc/PID/maps`.
+pub fn parse_maps(text: &str) -> Result<Vec<MapEntry>, String> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut it = line.split_ascii_whitespace();
+        let bad = || format!("bad maps line `{line}`");
+        let range = it.next().ok_or_else(bad)?;
+        let (a, b) = range.split_once('-').ok_or_else(bad)?;
+        let start = u64::from_str_radix(a, 16).map_err(|_| bad())?;
+        let end = u64::from_str_radix(b, 16).map_err(|_| bad())?;
+        let perms = it.next().ok_or_else(bad)?.to_string();
+        let _offset = it.next().ok_or_else(bad)?;
+        let _dev = it.next().ok_or_else(bad)?;
+        let inode = it.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        let path = it.collect::<Vec<_>>().join(" ");
+        if end <= start {
+            return Err(bad());
+        }
+        out.push(MapEntry {
+            start,
+            end,
+            perms,
+            inode,
+            path,
+        });
+    }
+    Ok(out)
+}
+
+/// The private anonymous ranges of a maps listing, adjacent ones merged, in
+/// address order, as `(start, end)` byte addresses.
+pub fn anon_ranges(maps: &[MapEntry]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for m in maps.iter().filter(|m| m.is_private_anon()) {
+        match out.last_mut() {
+            Some(last) if last.1 == m.start => last.1 = m.end,
+            _ => out.push((m.start, m.end)),
+        }
+    }
+    out
+}
+
+/// Read and parse `/proc/PID/maps`.
+pub fn read_maps(pid: i32) -> std::io::Result<Vec<MapEntry>> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    parse_maps(&text).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// What the daemon reads from `/proc/PID/status`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Command name.
+    pub name: String,
+    /// State letter (`R`, `S`, `Z`...).
+    pub state: char,
+    /// Real user id.
+    pub uid: u32,
+    /// Resident anonymous memory, KiB.
+    pub rss_anon_kb: u64,
+}
+
+/// Parse the text of `/proc/PID/status`.
+pub fn parse_status(text: &str) -> Status {
+    let mut s = Status::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        match k {
+            "Name" => s.name = v.to_string(),
+            "State" => s.state = v.chars().next().unwrap_or('?'),
+            "Uid" => {
+                s.uid = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0)
+            }
+            "RssAnon" => {
+                s.rss_anon_kb = v
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0)
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Read `/proc/PID/status`; `None` if the process does not exist.
+pub fn read_status(pid: i32) -> Option<Status> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .map(|t| parse_status(&t))
+}
+
+/// True if `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    read_status(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X')
+}
+
+/// Pages per node summed over the lines of `/proc/PID/numa_maps` (`N0=12 N1=3`),
+/// indexed by node id.
+pub fn parse_numa_maps(text: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    for tok in text.split_ascii_whitespace() {
+        let Some(rest) = tok.strip_prefix('N') else {
+            continue;
+        };
+        let Some((n, c)) = rest.split_once('=') else {
+            continue;
+        };
+        if let (Ok(n), Ok(c)) = (n.parse::<usize>(), c.parse::<u64>()) {
+            if n < 1024 {
+                if out.len() <= n {
+                    out.resize(n + 1, 0);
+                }
+                out[n] += c;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1311 /usr/bin/hog
+55d0c0c03000-55d0c0c24000 rw-p 00000000 00:00 0 [heap]
+7f1000000000-7f1004000000 rw-p 00000000 00:00 0 
+7f1004000000-7f1004001000 ---p 00000000 00:00 0 
+7f1004001000-7f1004801000 rw-p 00000000 00:00 0 
+7f1004801000-7f1004802000 rw-p 00000000 00:00 0 [anon:glibc malloc]
+7f2000000000-7f2000100000 rw-s 00000000 00:05 77 /dev/zero (deleted)
+7f3000000000-7f3000001000 rw-p 00001000 08:01 1312 /usr/lib/libc.so.6
+7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
+";
+
+    #[test]
+    fn maps_keep_private_anon_only_and_merge_neighbours() {
+        let m = parse_maps(MAPS).unwrap();
+        assert_eq!(m.len(), 10);
+        assert_eq!(m[1].path, "[heap]");
+        assert_eq!(m[6].path, "/dev/zero (deleted)");
+        let r = anon_ranges(&m);
+        assert_eq!(
+            r,
+            vec![
+                (0x55d0c0c03000, 0x55d0c0c24000),
+                (0x7f1000000000, 0x7f1004000000),
+                (0x7f1004001000, 0x7f1004802000),
+            ]
+        );
+    }
+
+    #[test]
+    fn maps_reject_garbage() {
+        assert!(parse_maps("zzz r--p").is_err());
+        assert!(parse_maps("2000-1000 r--p 0 0:0 0").is_err());
+    }
+
+    #[test]
+    fn status_fields() {
+        let s = parse_status("Name:\thog\nState:\tS (sleeping)\nUid:\t65534\t65534\t65534\t65534\nRssAnon:\t   65536 kB\n");
+        assert_eq!(
+            s,
+            Status {
+                name: "hog".into(),
+                state: 'S',
+                uid: 65534,
+                rss_anon_kb: 65536
+            }
+        );
+        assert_eq!(parse_status("State:\tZ (zombie)\n").state, 'Z');
+    }
+
+    #[test]
+    fn numa_maps_sum_per_node() {
+        let t = "7f10 default anon=16384 dirty=16384 N0=2048 N1=14336 kernelpagesize_kB=4\n\
+                 55d0 default heap anon=3 dirty=3 N0=3 kernelpagesize_kB=4\n";
+        assert_eq!(parse_numa_maps(t), vec![2051, 14336]);
+    }
+}
