@@ -1,0 +1,168 @@
+# Fault scenarios: the daemon must never harm the target and must fail clearly.
+# Policy used: FAULT_POLICY (multiclock unless tk.fault_policy= says otherwise).
+
+# A migration to interrupt: a 64 MiB buffer (16384 pages) on node 0 and an 8 MiB budget,
+# so the daemon has ~14300 pages to demote, under a rate cap of 2048 pages/s
+# (--set live.rate_pages_per_s, one of the daemon's bounded knobs): about 7 s of
+# migration in batches, a wide window for the kill to land mid-migration. (Without the
+# cap the daemon moves ~10000 pages/s under TCG and the window would be ~1.5 s.)
+BIG_MIB=64
+BIG_BUDGET_MIB=8
+FAULT_RATE=2048
+
+# daemon_diag: for the developer, when the daemon hangs: its last stats line, stderr,
+# state, CPU ticks and every thread's kernel stack (not used to judge).
+daemon_diag() {
+    tail -n1 "$DSTATS" >/tmp/last-stats 2>/dev/null && show /tmp/last-stats "stats|"
+    show "$DERR" "stderr|"
+    info "daemon state=$(awk '{print $3}' /proc/$DPID/stat 2>/dev/null) cpu_ticks=$(cpu_ticks $DPID) wchan=$(cat /proc/$DPID/wchan 2>/dev/null)"
+    for _t in /proc/$DPID/task/*; do
+        [ -d "$_t" ] || continue
+        echo "    task ${_t##*/} $(cat $_t/comm) state $(awk '{print $3}' $_t/stat) ticks $(awk '{print $14 + $15}' $_t/stat):"
+        show $_t/stack "  stack|"
+    done
+}
+
+# start_big_demotion NAME: target + daemon; waits (60 s) until the daemon has moved some
+# pages but not all (placement query). Returns 1 (after a FAIL) otherwise.
+start_big_demotion() {
+    start_target $BIG_MIB 8 0 || return 1
+    _t0=$(now_ms)
+    attach_daemon "$FAULT_POLICY" $BIG_BUDGET_MIB "$1" --set live.rate_pages_per_s=$FAULT_RATE
+    _deadline=$(($(now_ms) + 60000))
+    while [ "$(now_ms)" -lt $_deadline ]; do
+        if [ "$(awk '{print $3}' /proc/$DPID/stat 2>/dev/null || echo Z)" = Z ]; then
+            daemon_gone_early "$FAULT_POLICY"
+            return 1
+        fi
+        place || return 1
+        if [ $((hot_n1 + cold_n1)) -gt 0 ]; then
+            info "migration in progress: $((hot_n1 + cold_n1)) of $((hot + cold)) pages on node 1, $(($(now_ms) - _t0)) ms after attach"
+            return 0
+        fi
+        sleep 0.1
+    done
+    fail "the daemon moved nothing within 60 s ($PLACE_LINE)"
+    daemon_diag
+    return 1
+}
+
+# fault-target-exit: the target dies (SIGKILL) while pages are being demoted; the daemon
+# notices, stops cleanly with status 0, and says at most one line.
+fault_target_exit() {
+    start_big_demotion fault-target-exit || return 0
+    kill -9 "$TPID"
+    wait_exit "$DPID" 20
+    [ "$WAIT_RC" -eq 124 ] && daemon_diag
+    [ "$WAIT_RC" -eq 0 ]
+    check $? "daemon exits with status 0 within 20 s after the target died mid-migration (got $WAIT_RC)"
+    n=$(grep -c . "$DERR")
+    [ "$n" -le 1 ]
+    check $? "daemon printed at most one line on stderr ($n): $(head -n1 "$DERR")"
+    [ "$n" -gt 1 ] && show "$DERR" "stderr|"
+    n=$(grep -c . /tmp/fault-target-exit.out)
+    [ "$n" -eq 0 ]
+    check $? "daemon printed nothing on stdout ($n lines)"
+    damon_reset
+}
+
+# fault-daemon-kill: SIGKILL the daemon mid-batch; the target runs on, its memory intact,
+# and its pages stay where they were.
+fault_daemon_kill() {
+    start_big_demotion fault-daemon-kill || return 0
+    kill -9 "$DPID"
+    wait "$DPID" 2>/dev/null
+    sleep 1
+    place
+    before=$PLACE_LINE
+    sleep 4
+    place
+    [ "$PLACE_LINE" = "$before" ]
+    check $? "placement unchanged after the daemon died ($PLACE_LINE)"
+    kill -0 "$TPID"
+    check $? "target still running after SIGKILL of the daemon"
+    : >"$TOUT"
+    kill -USR1 "$TPID"
+    _deadline=$(($(now_ms) + 20000))
+    while ! grep -q checksum "$TOUT" && [ "$(now_ms)" -lt $_deadline ]; do sleep 0.2; done
+    grep -q "checksum ok" "$TOUT"
+    check $? "target's checksum unchanged while it runs on ($(cat "$TOUT"))"
+    kill -0 "$TPID"
+    check $? "target still running after the check"
+    # A SIGKILLed daemon cannot stop the kdamond it started; report it, then clean up.
+    k=/sys/kernel/mm/damon/admin/kdamonds
+    info "kdamonds left behind by the killed daemon: $(cat $k/nr_kdamonds 2>/dev/null || echo n/a)"
+    damon_reset
+    stop_target
+    check $TARGET_SUM_OK "target exits normally with its checksum unchanged"
+}
+
+# fault-bad-pid: a pid that does not exist.
+fault_bad_pid() {
+    pid=99999
+    while kill -0 $pid 2>/dev/null; do pid=$((pid + 1)); done
+    tierkit attach --policy "$FAULT_POLICY" --pid $pid >/tmp/badpid.out 2>/tmp/badpid.err
+    rc=$?
+    [ $rc -ne 0 ] && [ $rc -eq 2 ]
+    check $? "attach to nonexistent pid $pid exits with status 2 (got $rc)"
+    one_line_error /tmp/badpid.err
+    check $? "one-line error: $(head -n1 /tmp/badpid.err)"
+    [ "$(grep -c . /tmp/badpid.err)" -gt 1 ] && show /tmp/badpid.err "stderr|"
+}
+
+# fault-unprivileged: uid 65534 without capabilities, against a root target (needs
+# CAP_SYS_NICE to move another user's pages) and with `run` on its own child (a DAMON
+# policy still needs CAP_SYS_ADMIN for DAMON sysfs).
+fault_unprivileged() {
+    start_target 16 4 0 || return 0
+    asuser 65534 tierkit attach --policy "$FAULT_POLICY" --pid "$TPID" \
+        >/tmp/unpriv.out 2>/tmp/unpriv.err
+    rc=$?
+    [ $rc -eq 3 ]
+    check $? "unprivileged attach to a root process exits with status 3 (got $rc)"
+    one_line_error /tmp/unpriv.err && grep -q 'CAP_SYS_' /tmp/unpriv.err
+    check $? "one-line error naming the capability: $(head -n1 /tmp/unpriv.err)"
+    [ "$(grep -c . /tmp/unpriv.err)" -gt 1 ] && show /tmp/unpriv.err "stderr|"
+    stop_target
+
+    asuser 65534 tierkit run --policy damon-tiering --duration-s 5 -- hotset 16 4 0 /tmp/unpriv-run.info 3 \
+        >/tmp/unpriv-run.out 2>/tmp/unpriv-run.err
+    rc=$?
+    [ $rc -eq 3 ]
+    check $? "unprivileged run with a DAMON policy exits with status 3 (got $rc)"
+    one_line_error /tmp/unpriv-run.err && grep -q 'CAP_SYS_ADMIN' /tmp/unpriv-run.err
+    check $? "one-line error naming CAP_SYS_ADMIN: $(head -n1 /tmp/unpriv-run.err)"
+    [ "$(grep -c . /tmp/unpriv-run.err)" -gt 1 ] && show /tmp/unpriv-run.err "stderr|"
+}
+
+# fault-single-node (one-node boot): attach and run fail clearly; doctor still works.
+fault_single_node() {
+    start_target 16 4 0 || return 0
+    tierkit attach --policy "$FAULT_POLICY" --pid "$TPID" >/tmp/one.out 2>/tmp/one.err
+    rc=$?
+    [ $rc -eq 2 ]
+    check $? "attach on a one-node machine exits with status 2 (got $rc)"
+    one_line_error /tmp/one.err && grep -qi 'node' /tmp/one.err
+    check $? "one-line error about the nodes: $(head -n1 /tmp/one.err)"
+    stop_target
+    tierkit run --policy "$FAULT_POLICY" -- true >/tmp/one-run.out 2>/tmp/one-run.err
+    rc=$?
+    [ $rc -eq 2 ] && one_line_error /tmp/one-run.err
+    check $? "run on a one-node machine: status 2 (got $rc) and one line: $(head -n1 /tmp/one-run.err)"
+    tierkit doctor >/tmp/one-doctor.out 2>&1
+    rc=$?
+    [ $rc -eq 0 ]
+    check $? "doctor still works on a one-node machine (status $rc)"
+    show /tmp/one-doctor.out "doctor|"
+}
+
+# doctor: exit 0 and a report that sees both nodes and DAMON.
+doctor() {
+    tierkit doctor >/tmp/doctor.out 2>&1
+    rc=$?
+    [ $rc -eq 0 ]
+    check $? "tierkit doctor exits 0"
+    show /tmp/doctor.out "doctor|"
+    grep -qi damon /tmp/doctor.out
+    check $? "doctor reports DAMON"
+}
