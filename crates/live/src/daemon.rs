@@ -285,7 +285,16 @@ type SharedRanges = Arc<Mutex<Option<Vec<(u64, u64)>>>>;
 
 enum ObsMsg {
     Snap(Snapshot),
+    /// The kdamond had stopped while the target lived and was started again.
+    Restarted,
     Stopped(String),
+}
+
+/// Consecutive failed snapshot reads retried, and kdamond restarts allowed, per run.
+const OBSERVER_RETRIES: u32 = 3;
+
+fn admin_path() -> &'static std::path::Path {
+    std::path::Path::new(damon::ADMIN)
 }
 
 struct Observer {
@@ -312,31 +321,43 @@ impl Observer {
             min_nr_regions: live.damon_min_nr_regions,
             max_nr_regions: live.damon_max_nr_regions,
         };
-        let admin = std::path::Path::new(damon::ADMIN);
-        let kd = Kdamond::start(admin, pid, ops, &ranges, &attrs).map_err(|e| match e.kind() {
-            std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
-                "DAMON sysfs refused a write ({e}); it needs CAP_SYS_ADMIN"
-            )),
-            _ => LiveError::runtime(format!(
-                "cannot start a DAMON kdamond with {ops} operations: {e}"
-            )),
+        let kd = Kdamond::start(admin_path(), pid, ops, &ranges, &attrs).map_err(|e| {
+            match e.kind() {
+                std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
+                    "DAMON sysfs refused a write ({e}); it needs CAP_SYS_ADMIN"
+                )),
+                _ => LiveError::runtime(format!(
+                    "cannot start a DAMON kdamond with {ops} operations: {e}"
+                )),
+            }
         })?;
         let stop = Arc::new(AtomicBool::new(false));
         let shared: SharedRanges = Arc::default();
         let (tx, rx) = mpsc::channel();
         let (st, sh) = (stop.clone(), shared.clone());
         let (aggr_ns, sample_ns) = (attrs.aggr_us * 1000, attrs.sample_us * 1000);
+        let (thread_ops, fixed) = (ops.to_string(), ops == "fvaddr");
+        let last_sent = ranges.clone();
         let handle = std::thread::spawn(move || {
             let mut kd = kd;
+            let mut ranges = ranges;
+            let mut failures = 0u32;
+            let mut restarts = 0u32;
             while !st.load(Ordering::SeqCst) {
+                let mut result = Ok(());
                 if let Some(r) = sh.lock().ok().and_then(|mut g| g.take()) {
-                    if let Err(e) = kd.set_ranges(&r) {
-                        let _ = tx.send(ObsMsg::Stopped(format!("DAMON commit failed: {e}")));
-                        break;
-                    }
+                    ranges = r;
+                    result = kd
+                        .set_ranges(&ranges)
+                        .map_err(|e| format!("DAMON commit failed: {e}"));
                 }
-                match kd.snapshot() {
+                let result = result.and_then(|()| {
+                    kd.snapshot()
+                        .map_err(|e| format!("DAMON snapshot failed: {e}"))
+                });
+                let why = match result {
                     Ok(regions) => {
+                        failures = 0;
                         let t = clock.elapsed().as_nanos() as Nanos;
                         if tx
                             .send(ObsMsg::Snap(Snapshot::from_damon(
@@ -346,27 +367,56 @@ impl Observer {
                         {
                             break;
                         }
+                        continue;
                     }
-                    Err(e) => {
-                        let why = if kd.running() {
-                            format!("DAMON snapshot failed: {e}")
-                        } else {
-                            "the kdamond stopped (its target exited?)".into()
-                        };
-                        let _ = tx.send(ObsMsg::Stopped(why));
-                        break;
+                    Err(why) => why,
+                };
+                // A read can race with the kernel regenerating tried_regions, and a
+                // kdamond can stop while its target lives (the e2e harness saw one stop
+                // 24 s into a run, after a region commit): retry a read a few times,
+                // and restart a stopped kdamond from a fresh configuration, a bounded
+                // number of times, before giving up.
+                let target_alive = procfs::alive(pid);
+                if kd.running() && failures < OBSERVER_RETRIES {
+                    failures += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                if !kd.running() && target_alive && restarts < OBSERVER_RETRIES {
+                    kd.stop();
+                    match Kdamond::start(admin_path(), pid, &thread_ops, &ranges, &attrs) {
+                        Ok(k) => {
+                            kd = k;
+                            restarts += 1;
+                            failures = 0;
+                            let _ = tx.send(ObsMsg::Restarted);
+                            continue;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(ObsMsg::Stopped(format!(
+                                "the kdamond stopped and could not be restarted: {e}"
+                            )));
+                            break;
+                        }
                     }
                 }
+                let why = if kd.running() || target_alive {
+                    why
+                } else {
+                    "the kdamond stopped (its target exited?)".into()
+                };
+                let _ = tx.send(ObsMsg::Stopped(why));
+                break;
             }
             kd.stop();
         });
         Ok(Observer {
             stop,
             ranges: shared,
-            last_sent: ranges,
+            last_sent,
             rx,
             handle: Some(handle),
-            fixed: ops == "fvaddr",
+            fixed,
         })
     }
 
@@ -604,6 +654,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                     }
                     mech.set_time(None);
                 }
+                ObsMsg::Restarted => mech.counters.damon_restarts += 1,
                 ObsMsg::Stopped(why) => stopped = Some(why),
             }
         }
@@ -903,6 +954,7 @@ fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
         armed_ptes: c.armed_ptes,
         allocated_pages: c.allocated_pages,
         damon_snapshots: mech.access.nr_snapshots,
+        damon_restarts: c.damon_restarts,
         damon_regions: mech.access.latest().map_or(0, |s| s.regions.len() as u64),
         move_calls: c.move_calls,
         dry_run_pages: c.dry_run_pages,

@@ -64,6 +64,8 @@ pub struct Counters {
     pub hint_faults: u64,
     /// Accessed-bit tests answered.
     pub young_tests: u64,
+    /// DAMON kdamonds restarted after stopping while the target lived.
+    pub damon_restarts: u64,
     /// Pages armed.
     pub armed_ptes: u64,
     /// Pages first seen present (PageAlloc).

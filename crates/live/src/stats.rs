@@ -55,6 +55,8 @@ pub struct IntervalStats {
     pub allocated_pages: u64,
     /// DAMON snapshots received.
     pub damon_snapshots: u64,
+    /// DAMON kdamonds restarted after stopping while the target lived.
+    pub damon_restarts: u64,
     /// Regions in the newest snapshot.
     pub damon_regions: u64,
     /// move_pages(2) calls that moved pages.
