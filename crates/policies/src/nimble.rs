@@ -272,28 +272,8 @@ impl Policy for Nimble {
 
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
         match *event {
-            Event::PageAlloc {
-                pid,
-                vpn,
-                tier,
-                huge,
-            } => self.core.on_alloc(pid, vpn, tier, huge, mech),
-            Event::Mmap { pid, ref vma } => self.core.on_mmap(pid, vma),
-            Event::Munmap {
-                pid,
-                start_vpn,
-                nr_pages,
-                ..
-            } => self.core.on_munmap(pid, start_vpn, nr_pages),
-            Event::LowWatermark { tier } => self.core.kswapd_wake(tier, mech),
             Event::Timer { id } if id == KPROMOTED_TIMER => self.run(mech),
-            Event::Timer { id } => {
-                if let Some(tier) = self.core.kswapd_owns(id) {
-                    self.core.kswapd_run(tier, mech);
-                }
-            }
-            Event::HintFault(ref f) => self.core.meter.on_fault(f),
-            Event::Sample(_) => {}
+            _ => self.core.on_event(event, mech),
         }
     }
 

@@ -589,6 +589,35 @@ impl ClockCore {
         }
     }
 
+    /// Every event but the owner's kpromoted timer, handled as both MULTI-CLOCK and
+    /// Nimble handle it: allocations and mappings feed the lists, a low watermark or a
+    /// kswapd timer runs reclaim, hinting faults feed the re-access meter.
+    pub fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
+        match *event {
+            Event::PageAlloc {
+                pid,
+                vpn,
+                tier,
+                huge,
+            } => self.on_alloc(pid, vpn, tier, huge, mech),
+            Event::Mmap { pid, ref vma } => self.on_mmap(pid, vma),
+            Event::Munmap {
+                pid,
+                start_vpn,
+                nr_pages,
+                ..
+            } => self.on_munmap(pid, start_vpn, nr_pages),
+            Event::LowWatermark { tier } => self.kswapd_wake(tier, mech),
+            Event::Timer { id } => {
+                if let Some(tier) = self.kswapd_owns(id) {
+                    self.kswapd_run(tier, mech);
+                }
+            }
+            Event::HintFault(ref f) => self.meter.on_fault(f),
+            Event::Sample(_) => {}
+        }
+    }
+
     /// The tier whose kswapd timer `id` is, if it is one.
     pub fn kswapd_owns(&self, id: TimerId) -> Option<TierId> {
         (KSWAPD_TIMER_BASE..KSWAPD_TIMER_BASE + 256)
