@@ -620,8 +620,9 @@ pub fn idle_note(board: &[Standing]) -> Option<String> {
     let idle = idle_policies(board);
     (!idle.is_empty()).then(|| {
         format!(
-            "note: {} moved no page in any run: the runs are shorter than their periods, \
-             sample counts or quota ramps, so they tie with first-touch here (docs/compare.md, \"Short runs\")",
+            "note: {} moved no page in any run, so they tie with first-touch here; usually \
+             the runs are shorter than their periods, sample counts or quota ramps \
+             (docs/compare.md, \"Short runs\", says why for each)",
             idle.join(", ")
         )
     })
