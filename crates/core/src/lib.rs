@@ -15,6 +15,8 @@
 //!   stream it produces (accesses, mmap, munmap).
 //! - [`mechanisms`]: the [`Mechanisms`](mechanisms::Mechanisms) trait — everything an
 //!   operating system can observe and do for a tiering policy, and nothing more.
+//! - [`scale`]: [`SpaceScale`](scale::SpaceScale), how much of the machine a sampled
+//!   run simulates, and how a policy scales its extensive parameters with it.
 //! - [`policy`]: the [`Policy`](policy::Policy) trait and the [`Event`](policy::Event)s
 //!   it is called with.
 //!
@@ -24,10 +26,12 @@
 
 pub mod mechanisms;
 pub mod policy;
+pub mod scale;
 pub mod units;
 pub mod workload;
 
 pub use mechanisms::*;
 pub use policy::*;
+pub use scale::*;
 pub use units::*;
 pub use workload::*;

@@ -133,6 +133,10 @@ pub trait Policy: Send {
 /// What a policy may need at construction beyond its config.
 #[derive(Default)]
 pub struct BuildContext {
+    /// The run's space scale (sampled simulation): the policy registry scales each
+    /// policy's extensive parameters by it before building (`PolicyConfig::build`).
+    /// Exact (1) unless the simulator samples; always exact live.
+    pub space_scale: crate::scale::SpaceScale,
     /// Builds a fresh copy of the run's workload (same config, same seed). Only
     /// clairvoyant reference policies (`oracle`) use it, to read the future; `None`
     /// where the workload cannot be replayed (a live process).
