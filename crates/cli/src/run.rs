@@ -15,8 +15,14 @@ pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
     let expected = workload.expected_accesses();
     let wcfg = cfg.workload.clone();
     let seed = cfg.seed;
+    let sim_cfg = cfg.sim.clone();
+    // A clairvoyant policy reads the future of the stream the machine will run: the
+    // sampled one when the run is sampled.
     let ctx = tierkit_core::BuildContext {
-        fresh_workload: Some(Box::new(move || wcfg.build(seed))),
+        space_scale: cfg.sim.sample_rate.scale(),
+        fresh_workload: Some(Box::new(move || {
+            tierkit_sim::sampling::sampled_workload(wcfg.build(seed), &sim_cfg, seed)
+        })),
     };
     let policy = cfg.policy.try_build(&ctx).map_err(|e| anyhow::anyhow!(e))?;
     let labels = RunLabels {

@@ -437,6 +437,112 @@ pub struct SimConfig {
     /// effectively divided by it. 1.0 is faithful; larger values shorten experiments
     /// on small workloads, and reports say so.
     pub policy_time_scale: f64,
+    /// Spatially sampled simulation (`docs/sampling.md`): simulate only this share of
+    /// each process's 2 MiB regions, on a machine shrunk by the same factor in space
+    /// (capacities, LLC, bandwidths, policies' extensive parameters) but not in time;
+    /// each simulated event stands for `1/rate` events. `1` (the default) is exact;
+    /// otherwise `1/N` with N a power of two up to 4096, given as `"1/64"` or `0.015625`.
+    pub sample_rate: SampleRate,
+}
+
+/// The share of 2 MiB regions a run simulates: `1/denominator`, a power-of-two
+/// fraction so the sampled LLC keeps a power-of-two set count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleRate {
+    /// N in `1/N`.
+    pub denominator: u32,
+}
+
+impl SampleRate {
+    /// Every region simulated.
+    pub const EXACT: SampleRate = SampleRate { denominator: 1 };
+    /// The largest denominator accepted.
+    pub const MAX_DENOMINATOR: u32 = 4096;
+
+    /// The rate as a number in (0, 1].
+    pub fn rate(&self) -> f64 {
+        1.0 / self.denominator as f64
+    }
+
+    /// The space scale handed to the machine and the policies.
+    pub fn scale(&self) -> tierkit_core::SpaceScale {
+        tierkit_core::SpaceScale::new(self.rate())
+    }
+
+    /// Parse `1`, `1/64` or `0.015625`. Errors say what is valid.
+    pub fn parse(s: &str) -> Result<SampleRate, String> {
+        let t = s.trim();
+        let denominator = if let Some((a, b)) = t.split_once('/') {
+            if a.trim() != "1" {
+                return Err(format!("`{t}`: write the rate as 1/N"));
+            }
+            b.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("`{t}`: N in 1/N is not a whole number"))?
+        } else {
+            let x: f64 = t
+                .parse()
+                .map_err(|_| format!("`{t}` is not a number or 1/N"))?;
+            if !(x.is_finite() && x > 0.0 && x <= 1.0) {
+                return Err(format!("`{t}` is not in (0, 1]"));
+            }
+            let n = (1.0 / x).round();
+            if (1.0 / n - x).abs() > 1e-12 * x.max(1e-300) * 1e3 {
+                return Err(format!("`{t}` is not 1/N for a whole N"));
+            }
+            n as u64
+        };
+        if denominator == 0
+            || !denominator.is_power_of_two()
+            || denominator > Self::MAX_DENOMINATOR as u64
+        {
+            return Err(format!(
+                "`{t}`: N in 1/N must be a power of two from 1 to {}",
+                Self::MAX_DENOMINATOR
+            ));
+        }
+        Ok(SampleRate {
+            denominator: denominator as u32,
+        })
+    }
+}
+
+impl std::fmt::Display for SampleRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.denominator == 1 {
+            write!(f, "1")
+        } else {
+            write!(f, "1/{}", self.denominator)
+        }
+    }
+}
+
+impl Serialize for SampleRate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for SampleRate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Float(f64),
+            Text(String),
+        }
+        let text = match Raw::deserialize(d)? {
+            Raw::Int(i) => i.to_string(),
+            Raw::Float(x) => format!("{x}"),
+            Raw::Text(t) => t,
+        };
+        SampleRate::parse(&text).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "sim.sample_rate {e}; valid: 1 (exact) or 1/N with N a power of two up to 4096, e.g. \"1/64\""
+            ))
+        })
+    }
 }
 
 impl Default for SimConfig {
@@ -449,6 +555,7 @@ impl Default for SimConfig {
             epoch_ms: 1000,
             heatmap_bins: 64,
             policy_time_scale: 1.0,
+            sample_rate: SampleRate::EXACT,
         }
     }
 }
@@ -487,6 +594,24 @@ impl SimConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sample_rates_parse_and_print() {
+        for (s, n) in [
+            ("1", 1),
+            ("1/64", 64),
+            ("0.015625", 64),
+            (" 1/4096 ", 4096),
+            ("0.5", 2),
+        ] {
+            let r = SampleRate::parse(s).unwrap();
+            assert_eq!(r.denominator, n, "{s}");
+            assert_eq!(SampleRate::parse(&r.to_string()).unwrap(), r);
+        }
+        for s in ["0", "1/3", "2", "1/8192", "0.3", "x", "2/64", "-1", "1/0"] {
+            assert!(SampleRate::parse(s).is_err(), "{s} should be rejected");
+        }
+    }
 
     #[test]
     fn ratio_means_fast_share_of_footprint() {

@@ -78,18 +78,39 @@ impl Simulation {
         }
         let req = policy.requirements();
         let tiers = machine_cfg.resolve(shape.footprint_bytes, req.unbounded_fast_tier)?;
+        let scale = sim.sample_rate.scale();
+        let llc = if machine_cfg.llc_enabled {
+            let size = machine_cfg.llc_size_mib * MIB;
+            let sets = size / CACHE_LINE / machine_cfg.llc_ways as u64;
+            if sets < sim.sample_rate.denominator as u64 {
+                return Err(SimError::Config {
+                    what: format!("sim.sample_rate {}", sim.sample_rate),
+                    why: format!(
+                        "shrinks the {} MiB, {}-way LLC below one set ({sets} sets); use a rate of at least 1/{sets} or a larger LLC",
+                        machine_cfg.llc_size_mib, machine_cfg.llc_ways
+                    ),
+                });
+            }
+            // The sampled machine's LLC holds the sampled share of lines.
+            Some((
+                size / sim.sample_rate.denominator as u64,
+                machine_cfg.llc_ways,
+            ))
+        } else {
+            None
+        };
+        let workload = crate::sampling::sampled_workload(workload, sim, labels.seed);
         let mut machine = Machine::new(MachineParams {
             tiers,
             thp: machine_cfg.thp,
-            llc: machine_cfg
-                .llc_enabled
-                .then_some((machine_cfg.llc_size_mib * MIB, machine_cfg.llc_ways)),
+            llc,
             costs: machine_cfg.costs.clone(),
             tiering_cpus: machine_cfg.tiering_cpus,
             seed: labels.seed,
             pingpong_window_ms: sim.pingpong_window_ms,
             threads_per_process: shape.processes.iter().map(|p| p.nr_threads).collect(),
             policy_time_scale: sim.policy_time_scale,
+            space_scale: scale,
         });
         machine.page_alloc_events = req.page_alloc_events;
         let mut threads = Vec::new();
@@ -141,15 +162,20 @@ impl Simulation {
         self.policy.init(&mut self.machine);
         self.run_prologues()?;
         let interval_ns = (self.sim.interval_ms * NS_PER_MS) as f64;
-        let quantum = self.sim.quantum_ns as f64;
+        // Each simulated access stands for 1/rate accesses, so a thread's slice grows
+        // with it; otherwise a sampled run would switch threads on every access.
+        let quantum = self.sim.quantum_ns as f64 * self.machine.event_weight();
         let mut next_interval = interval_ns;
         let epoch_ns = (self.sim.epoch_ms * NS_PER_MS) as f64;
         let mut next_epoch = epoch_ns;
         let mut next_progress = 1u64 << 20;
+        // `max_accesses` counts accesses of the full machine.
         let max_accesses = if self.sim.max_accesses == 0 {
             u64::MAX
         } else {
-            self.sim.max_accesses
+            self.sim
+                .max_accesses
+                .div_ceil(self.sim.sample_rate.denominator as u64)
         };
         loop {
             self.settle_shared_stall();
@@ -293,20 +319,25 @@ impl Simulation {
     }
 
     fn record_interval(&mut self, end_ns: f64) {
-        let fast_used = self.machine.tiers[0].used;
-        self.series
-            .record(end_ns / 1e9, &self.machine.counters, fast_used);
+        let w = self.machine.event_weight();
+        let fast_used = (self.machine.tiers[0].used as f64 * w).round() as u64;
+        let counters = self.machine.counters.scaled(w);
+        self.series.record(end_ns / 1e9, &counters, fast_used);
     }
 
     fn record_epoch(&mut self, end_ns: f64) {
         let e = self.machine.placement_epoch(self.sim.heatmap_bins);
+        let w = self.machine.event_weight();
+        let full = |n: u64| (n as f64 * w).round() as u64;
         self.placement.epochs.push(EpochRow::new(
             end_ns / 1e9,
-            e.hot_pages,
-            e.fast_pages,
-            e.hot_in_fast,
+            full(e.hot_pages),
+            full(e.fast_pages),
+            full(e.hot_in_fast),
         ));
-        self.placement.heat.push(e.heat);
+        self.placement
+            .heat
+            .push(e.heat.into_iter().map(full).collect());
     }
 
     /// Run thread `t` until its clock reaches `horizon` (at least one op).
@@ -326,9 +357,10 @@ impl Simulation {
             if let Op::Access { gap_ns, .. } = op {
                 // Compute that crosses the horizon ends the slice first, so timers due
                 // before this access fire before it, not after.
+                let gap = gap_ns as f64 * self.machine.event_weight();
                 let clock = &mut self.machine.clocks[t];
-                if gap_ns > 0 && *clock + gap_ns as f64 >= horizon {
-                    *clock += gap_ns as f64;
+                if gap_ns > 0 && *clock + gap >= horizon {
+                    *clock += gap;
                     if let Op::Access { gap_ns, .. } = &mut th.buf[th.pos] {
                         *gap_ns = 0;
                     }
@@ -378,7 +410,9 @@ impl Simulation {
     }
 
     fn finish(&mut self, end_ns: f64) -> RunOutput {
-        let c: &Counters = &self.machine.counters;
+        let w = self.machine.event_weight();
+        let scaled = self.machine.counters.scaled(w);
+        let c: &Counters = &scaled;
         let sim_seconds = end_ns / 1e9;
         let mem = c.mem_accesses();
         let traffic = mem as f64 * CACHE_LINE as f64 + c.migrated_bytes as f64;
@@ -397,12 +431,12 @@ impl Simulation {
             .enumerate()
             .map(|(i, (t, info))| TierSummary {
                 name: info.name.clone(),
-                capacity_pages: t.capacity,
-                used_pages: t.used,
+                capacity_pages: self.machine.full_capacity[i],
+                used_pages: (t.used as f64 * w).round() as u64,
                 peak_used_pages: if i == 0 {
-                    fast_peak.max(t.used)
+                    fast_peak.max((t.used as f64 * w).round() as u64)
                 } else {
-                    t.used
+                    (t.used as f64 * w).round() as u64
                 },
                 mem_accesses: c.mem_accesses_by_tier[i],
             })
@@ -415,6 +449,7 @@ impl Simulation {
             fast: self.fast.clone(),
             seed: self.labels.seed,
             policy_time_scale: self.sim.policy_time_scale,
+            sample_rate: self.sim.sample_rate.to_string(),
             sim_seconds,
             accesses: c.accesses,
             throughput_accesses_per_s: if sim_seconds > 0.0 {

@@ -8,6 +8,7 @@
 //! - [`machine`]: the hot access path, the [`Mechanisms`](tierkit_core::Mechanisms)
 //!   implementation a policy talks to, and the mover that carries out migrations.
 //! - [`engine`]: the run loop interleaving threads by virtual time, firing timers.
+//! - [`sampling`]: spatially sampled simulation's stream filter (`sim.sample_rate`).
 //! - [`metrics`]: counters, the interval time series, the run summary.
 //!
 //! Determinism: one seeded RNG (for policies), no hash-map iteration, no threads.
@@ -19,9 +20,10 @@ pub mod llc;
 pub mod machine;
 pub mod metrics;
 mod prefetch;
+pub mod sampling;
 pub mod space;
 pub mod testing;
 
-pub use config::{MachineConfig, SimConfig};
+pub use config::{MachineConfig, SampleRate, SimConfig};
 pub use engine::{RunLabels, RunOutput, Simulation};
 pub use error::SimError;

@@ -119,6 +119,11 @@ pub struct Machine {
     /// Deliver PageAlloc events.
     pub page_alloc_events: bool,
     ns_per_copy_byte: f64,
+    /// Events each simulated event stands for: `1 / sample_rate` (1 when exact). Scales
+    /// every per-event time and cost; see `docs/sampling.md`.
+    event_weight: f64,
+    /// Capacity of each tier on the full (unsampled) machine, pages, for reports.
+    pub full_capacity: Vec<u64>,
 }
 
 /// Settings the machine needs beyond tiers.
@@ -142,23 +147,63 @@ pub struct MachineParams {
     /// Policy-visible time runs this many times faster than machine time
     /// (`sim.policy_time_scale`).
     pub policy_time_scale: f64,
+    /// The share of the machine simulated (`sim.sample_rate`); capacities,
+    /// watermarks and bandwidths given here are those of the full machine.
+    pub space_scale: SpaceScale,
 }
 
 impl Machine {
     /// Build an empty machine.
     pub fn new(p: MachineParams) -> Machine {
         let total: u64 = p.tiers.capacity_pages.iter().sum();
+        let rate = p.space_scale.rate();
+        let event_weight = 1.0 / rate;
+        let last = p.tiers.capacity_pages.len() - 1;
+        // Watermarks come from the full machine (min_free_kbytes grows with the square
+        // root of memory), then shrink with it like every other extensive quantity.
+        let shrink = |pages: u64| (pages as f64 * rate).round() as u64;
+        let capacity_pages: Vec<u64> = p
+            .tiers
+            .capacity_pages
+            .iter()
+            .enumerate()
+            .map(|(i, &cap)| {
+                if p.space_scale.is_exact() {
+                    cap
+                } else if i == last {
+                    // The last tier holds whatever does not fit above; the sampled share
+                    // of a footprint varies around `rate`, so leave it room to spare.
+                    (cap as f64 * rate).ceil() as u64 * 2 + 2 * SUBPAGES_PER_HUGE
+                } else {
+                    shrink(cap).max(1)
+                }
+            })
+            .collect();
         let tiers: Vec<TierState> = p
             .tiers
             .specs
             .iter()
             .zip(&p.tiers.capacity_pages)
-            .map(|(s, &cap)| TierState {
+            .zip(&capacity_pages)
+            .map(|((s, &full_cap), &cap)| TierState {
                 capacity: cap,
                 used: 0,
-                wm: linux_watermarks(cap, total),
+                wm: {
+                    let w = linux_watermarks(full_cap, total);
+                    if p.space_scale.is_exact() {
+                        w
+                    } else {
+                        Watermarks {
+                            min: shrink(w.min),
+                            low: shrink(w.low),
+                            high: shrink(w.high),
+                        }
+                    }
+                },
                 busy_until: 0.0,
-                ns_per_byte: 1.0 / s.bandwidth_gbps,
+                // Bandwidth shrinks with the machine: a sampled line transfer occupies
+                // the tier as long as the 1/rate transfers it stands for.
+                ns_per_byte: event_weight / s.bandwidth_gbps,
                 load_ns: s.load_ns,
                 store_ns: s.store_ns,
                 last_low_event_ms: None,
@@ -168,7 +213,7 @@ impl Machine {
             .tiers
             .specs
             .iter()
-            .zip(&p.tiers.capacity_pages)
+            .zip(&capacity_pages)
             .enumerate()
             .map(|(i, (s, &cap))| TierInfo {
                 id: TierId(i as u8),
@@ -176,7 +221,7 @@ impl Machine {
                 capacity_pages: cap,
                 load_ns: s.load_ns,
                 store_ns: s.store_ns,
-                bandwidth_bytes_per_s: s.bandwidth_gbps * 1e9,
+                bandwidth_bytes_per_s: s.bandwidth_gbps * 1e9 * rate,
             })
             .collect();
         let mut clocks = Vec::new();
@@ -205,6 +250,8 @@ impl Machine {
             counters,
             llc: p.llc.map(|(size, ways)| Llc::new(size, ways)),
             ns_per_copy_byte: 1.0 / p.costs.migrate_copy_gbps,
+            event_weight,
+            full_capacity: p.tiers.capacity_pages.clone(),
             costs: p.costs,
             thp: p.thp == ThpMode::Always,
             shared_tiering_cpus: p.tiering_cpus == TieringCpus::Shared,
@@ -233,6 +280,19 @@ impl Machine {
     pub fn enter(&mut self, now: f64, payer: Payer) {
         self.now = now;
         self.payer = payer;
+    }
+
+    /// Events each simulated event stands for (`1 / sample_rate`).
+    #[inline]
+    pub fn event_weight(&self) -> f64 {
+        self.event_weight
+    }
+
+    /// Charge the cost of one simulated event that stands for `event_weight` events
+    /// (a fault, a sample, a migration, an accessed-bit test of a sampled page).
+    #[inline]
+    fn charge_event(&mut self, ns: f64) {
+        self.charge(ns * self.event_weight);
     }
 
     /// Charge `ns` of tiering work to the current payer.
@@ -420,7 +480,7 @@ impl Machine {
         policy: &mut dyn Policy,
     ) -> Result<(), SimError> {
         let pid = self.thread_pid[tid];
-        self.clocks[tid] += gap_ns as f64;
+        self.clocks[tid] += gap_ns as f64 * self.event_weight;
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];
@@ -440,7 +500,7 @@ impl Machine {
             };
             self.counters.hint_faults += 1;
             self.enter(self.clocks[tid], Payer::Thread(tid));
-            self.charge(self.costs.hint_fault_ns);
+            self.charge_event(self.costs.hint_fault_ns);
             policy.on_event(&Event::HintFault(fault), self);
             // The handler may have migrated or split the page, or freed the subpage
             // (a split that drops zero subpages): then this access faults it back in.
@@ -474,12 +534,14 @@ impl Machine {
             let p = &mut self.spaces[pid as usize].vmas[vi].pages[exact];
             p.epoch_accesses = p.epoch_accesses.saturating_add(1);
             self.counters.mem_accesses_by_tier[tier as usize] += 1;
+            // The wait is already in machine time: on a sampled machine the tier's
+            // bandwidth is shrunk, so one line occupies it for 1/rate line times.
             let wait = self.occupy_bandwidth(tier as usize, now, CACHE_LINE as f64);
             let t = &self.tiers[tier as usize];
-            (if write { t.store_ns } else { t.load_ns }) + wait
+            (if write { t.store_ns } else { t.load_ns }) * self.event_weight + wait
         } else {
             self.counters.llc_hits += 1;
-            self.costs.llc_hit_ns
+            self.costs.llc_hit_ns * self.event_weight
         };
         self.clocks[tid] += latency * inv_mlp;
         // PEBS-like counters: LLC load misses, and all stores.
@@ -512,7 +574,7 @@ impl Machine {
     ) {
         self.counters.samples += 1;
         self.enter(self.clocks[tid], Payer::Kthread);
-        self.charge(self.costs.sample_ns);
+        self.charge_event(self.costs.sample_ns);
         let s = Sample {
             pid: Pid(pid),
             vpn,
@@ -597,7 +659,8 @@ impl Machine {
     }
 
     fn charge_migration(&mut self, bytes: u64, mode: MigrateMode) {
-        let cost = self.costs.migrate_fixed_ns + bytes as f64 * self.ns_per_copy_byte;
+        let cost = (self.costs.migrate_fixed_ns + bytes as f64 * self.ns_per_copy_byte)
+            * self.event_weight;
         if mode == MigrateMode::Async {
             let saved = self.payer;
             self.payer = Payer::Kthread;
@@ -829,7 +892,7 @@ impl Mechanisms for Machine {
             p.armed_at = now;
             self.counters.armed_ptes += 1;
         }
-        self.charge(self.costs.pte_scan_ns);
+        self.charge_event(self.costs.pte_scan_ns);
         true
     }
 
@@ -860,7 +923,7 @@ impl Mechanisms for Machine {
         let young = p.flags & F_ACCESSED != 0;
         p.flags &= !F_ACCESSED;
         self.counters.young_tests += 1;
-        self.charge(self.costs.young_test_ns);
+        self.charge_event(self.costs.young_test_ns);
         Some(young)
     }
 
@@ -888,7 +951,9 @@ impl Mechanisms for Machine {
     }
 
     fn charge_cpu(&mut self, ns: u64) {
-        self.charge(ns as f64);
+        // A policy's own work is per page or per event it handles, so on a sampled
+        // machine each unit of it stands for 1/rate units.
+        self.charge_event(ns as f64);
     }
 
     fn random(&mut self) -> u64 {
@@ -960,7 +1025,7 @@ impl Mechanisms for Machine {
             self.spaces[pid.index()].rss_pages -= freed;
         }
         self.counters.huge_splits += 1;
-        self.charge(self.costs.split_ns);
+        self.charge_event(self.costs.split_ns);
         Some(freed)
     }
 

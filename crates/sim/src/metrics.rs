@@ -47,6 +47,35 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// The counts of the full machine a sampled run stands for: every count multiplied
+    /// by `weight` (events per simulated event, `1 / sample_rate`) and rounded. Times
+    /// are left alone: the machine already charges them at full weight.
+    pub fn scaled(&self, weight: f64) -> Counters {
+        if weight == 1.0 {
+            return self.clone();
+        }
+        let w = |n: u64| (n as f64 * weight).round() as u64;
+        Counters {
+            accesses: w(self.accesses),
+            llc_hits: w(self.llc_hits),
+            mem_accesses_by_tier: self.mem_accesses_by_tier.iter().map(|&n| w(n)).collect(),
+            promoted_pages: w(self.promoted_pages),
+            demoted_pages: w(self.demoted_pages),
+            migrated_bytes: w(self.migrated_bytes),
+            failed_migrations: w(self.failed_migrations),
+            pingpong_pages: w(self.pingpong_pages),
+            hint_faults: w(self.hint_faults),
+            samples: w(self.samples),
+            young_tests: w(self.young_tests),
+            armed_ptes: w(self.armed_ptes),
+            allocated_pages: w(self.allocated_pages),
+            huge_splits: w(self.huge_splits),
+            huge_collapses: w(self.huge_collapses),
+            tiering_cpu_ns: self.tiering_cpu_ns,
+            app_tiering_stall_ns: self.app_tiering_stall_ns,
+        }
+    }
+
     /// Memory accesses (LLC misses) over all tiers.
     pub fn mem_accesses(&self) -> u64 {
         self.mem_accesses_by_tier.iter().sum()
@@ -181,6 +210,9 @@ pub struct Summary {
     pub seed: u64,
     /// `sim.policy_time_scale`: 1.0 unless policy time constants were shortened.
     pub policy_time_scale: f64,
+    /// `sim.sample_rate` (`1` = exact, `1/64`...). Every count below is of the full
+    /// machine: the sampled run's counts times `1 / sample_rate`.
+    pub sample_rate: String,
     /// Simulated runtime (the slowest thread's clock), seconds.
     pub sim_seconds: f64,
     /// Accesses issued.
