@@ -88,6 +88,20 @@ pub trait Workload: Send {
     /// entry). Appending nothing means that thread has finished.
     fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>);
 
+    /// Sampled simulation (`sim.sample_rate < 1`): produce only the accesses to the 2 MiB
+    /// regions `sampler` keeps, generating them directly instead of generating every
+    /// access for the machine to drop. Called once, before `shape` is used to size the
+    /// machine and before the first `prologue`. Returns true if the workload now
+    /// restricts itself; false (the default) leaves the filtering to the machine.
+    ///
+    /// Contract: a restricted stream has the law of the full stream filtered by the
+    /// sampler — per thread, the kept accesses with the same distribution, order and
+    /// compute gaps (a dropped access's gap is dropped with it) — though not the same
+    /// bytes, since the generator draws fewer random numbers. Mappings are unchanged.
+    fn restrict_to(&mut self, _sampler: &crate::scale::RegionSampler) -> bool {
+        false
+    }
+
     /// Total number of accesses this workload will produce if known in advance; used
     /// only for progress reporting.
     fn expected_accesses(&self) -> Option<u64> {

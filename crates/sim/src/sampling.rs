@@ -15,12 +15,21 @@ use tierkit_core::*;
 pub struct Sampled {
     inner: Box<dyn Workload>,
     sampler: RegionSampler,
+    /// The inner workload generates only kept regions itself
+    /// ([`Workload::restrict_to`]); nothing is left to filter.
+    restricted: bool,
 }
 
 impl Sampled {
-    /// Wrap `inner`, keeping only the regions `sampler` keeps.
-    pub fn new(inner: Box<dyn Workload>, sampler: RegionSampler) -> Sampled {
-        Sampled { inner, sampler }
+    /// Wrap `inner`, keeping only the regions `sampler` keeps: the workload restricts
+    /// itself if it can, else this filters its stream.
+    pub fn new(mut inner: Box<dyn Workload>, sampler: RegionSampler) -> Sampled {
+        let restricted = inner.restrict_to(&sampler);
+        Sampled {
+            inner,
+            sampler,
+            restricted,
+        }
     }
 }
 
@@ -55,6 +64,14 @@ impl Workload for Sampled {
 
     fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
         let pid = process as u32;
+        if self.restricted {
+            self.inner.fill(process, thread, out);
+            debug_assert!(out.iter().all(|op| match *op {
+                Op::Access { addr, .. } => self.sampler.keeps(pid, addr),
+                _ => true,
+            }));
+            return;
+        }
         // A batch can hold nothing but unsampled accesses; only an empty batch from the
         // inner workload means the thread has finished.
         loop {
@@ -70,6 +87,11 @@ impl Workload for Sampled {
                 return;
             }
         }
+    }
+
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        // Already sampled: a second identical sampler changes nothing.
+        *sampler == self.sampler
     }
 
     fn expected_accesses(&self) -> Option<u64> {
