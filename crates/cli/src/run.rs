@@ -5,24 +5,60 @@ use crate::run_config::RunConfig;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tierkit_core::Workload;
 use tierkit_sim::{RunLabels, RunOutput, Simulation};
+use tierkit_workloads::recorded::Recording;
 
 /// Run `cfg`. `show_progress` enables the progress bar (drawn only on a terminal and
 /// only once a run has taken more than two seconds).
 pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
-    let workload = cfg.workload.build(cfg.seed);
+    simulate_with(cfg, show_progress, None)
+}
+
+/// The (sampled) streams `cfg`'s workload produces, recorded once so that many runs
+/// can replay them ([`simulate_with`]). Every run whose workload config, seed and
+/// sample rate equal `cfg`'s may replay the recording.
+pub fn record_workload(cfg: &RunConfig) -> Arc<Recording> {
+    let sampler = tierkit_sim::sampling::sampler_for(&cfg.sim, cfg.seed);
+    let mut w =
+        tierkit_sim::sampling::sampled_workload(cfg.workload.build(cfg.seed), &cfg.sim, cfg.seed);
+    Arc::new(Recording::record(
+        &mut *w,
+        (!sampler.keeps_all()).then_some(sampler),
+    ))
+}
+
+/// Like [`simulate`], replaying `recording` (made by [`record_workload`] for a run
+/// with the same workload, seed and sample rate) instead of generating the workload.
+/// The results are byte-identical either way.
+pub fn simulate_with(
+    cfg: &RunConfig,
+    show_progress: bool,
+    recording: Option<&Arc<Recording>>,
+) -> Result<RunOutput> {
+    let fresh: Box<dyn Fn() -> Box<dyn Workload>> = match recording {
+        Some(rec) => {
+            let rec = Arc::clone(rec);
+            Box::new(move || Box::new(rec.replay()) as Box<dyn Workload>)
+        }
+        None => {
+            let wcfg = cfg.workload.clone();
+            let seed = cfg.seed;
+            let sim_cfg = cfg.sim.clone();
+            // A clairvoyant policy reads the future of the stream the machine will
+            // run: the sampled one when the run is sampled.
+            Box::new(move || {
+                tierkit_sim::sampling::sampled_workload(wcfg.build(seed), &sim_cfg, seed)
+            })
+        }
+    };
+    let workload = fresh();
     let expected = workload.expected_accesses();
-    let wcfg = cfg.workload.clone();
-    let seed = cfg.seed;
-    let sim_cfg = cfg.sim.clone();
-    // A clairvoyant policy reads the future of the stream the machine will run: the
-    // sampled one when the run is sampled.
     let ctx = tierkit_core::BuildContext {
         space_scale: cfg.sim.sample_rate.scale(),
-        fresh_workload: Some(Box::new(move || {
-            tierkit_sim::sampling::sampled_workload(wcfg.build(seed), &sim_cfg, seed)
-        })),
+        fresh_workload: Some(fresh),
     };
     let policy = cfg.policy.try_build(&ctx).map_err(|e| anyhow::anyhow!(e))?;
     let labels = RunLabels {
@@ -176,4 +212,47 @@ pub fn write_files(dir: &Path, cfg: &RunConfig, out: &RunOutput) -> Result<()> {
         std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run_config::{build, RunArgs};
+
+    fn cfg(policy: &str, sample_rate: &str) -> RunConfig {
+        build(&RunArgs {
+            workload: Some("gups".into()),
+            policy: Some(policy.into()),
+            sets: vec![
+                "workload.footprint_mib=64".into(),
+                "workload.nr_updates=300000".into(),
+                "workload.nr_threads=2".into(),
+                "machine.llc_size_mib=2".into(),
+                format!("sim.sample_rate=\"{sample_rate}\""),
+            ],
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    /// Generate once, replay many (issue 15): a run replaying a recording gives the
+    /// same outputs, byte for byte, as a run generating its workload — exact and
+    /// sampled, and for a clairvoyant policy that reads the future from the replay.
+    #[test]
+    fn replayed_runs_equal_generated_runs() {
+        for rate in ["1", "1/8"] {
+            let rec = record_workload(&cfg("first-touch", rate));
+            for policy in ["first-touch", "oracle", "linux-tiering"] {
+                let c = cfg(policy, rate);
+                let a = simulate(&c, false).unwrap();
+                let b = simulate_with(&c, false, Some(&rec)).unwrap();
+                assert_eq!(
+                    serde_json::to_string(&a.summary).unwrap(),
+                    serde_json::to_string(&b.summary).unwrap(),
+                    "{policy} at {rate}"
+                );
+                assert_eq!(a.series.to_csv(), b.series.to_csv(), "{policy} at {rate}");
+            }
+        }
+    }
 }

@@ -44,6 +44,7 @@ mod kv;
 pub mod liblinear;
 pub mod mix;
 pub mod pmbench_ladder;
+pub mod recorded;
 pub mod stencil;
 pub mod trace;
 pub mod xgboost;

@@ -15,7 +15,7 @@
 pub mod report;
 pub mod suites;
 
-use crate::run::simulate;
+use crate::run::{record_workload, simulate_with};
 use crate::run_config::{self, RunArgs, RunConfig};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -24,9 +24,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tierkit_policies::PolicyConfig;
 use tierkit_sim::config::preset_names;
 use tierkit_sim::metrics::{IntervalRow, Placement, Summary};
+use tierkit_workloads::recorded::Recording;
 use tierkit_workloads::WorkloadConfig;
 
 /// The policies every cell is measured against.
@@ -489,23 +491,34 @@ fn build_config(
     .map_err(|e| anyhow!("workload `{}`: {e}", w.name))
 }
 
-/// Run (or reuse) one planned run in `dir/runs/<id>`.
-fn execute(run: &PlannedRun, dir: &Path) -> Result<(RunRecord, bool)> {
+/// The finished record of `run` in `dir/runs/<id>` if its configuration is unchanged.
+fn finished(run: &PlannedRun, dir: &Path) -> Option<RunRecord> {
+    let rdir = dir.join("runs").join(&run.id);
+    let text = run.config.to_toml();
+    if std::fs::read_to_string(rdir.join("config.toml")).ok()? != text {
+        return None;
+    }
+    let bytes = std::fs::read(rdir.join("run.json")).ok()?;
+    serde_json::from_slice::<RunRecord>(&bytes).ok()
+}
+
+/// The key of the streams a run consumes: runs with equal keys replay one recording.
+fn stream_key(cfg: &RunConfig) -> String {
+    format!(
+        "{}\nseed={}\nsample_rate={}",
+        toml::to_string(&cfg.workload).unwrap_or_default(),
+        cfg.seed,
+        cfg.sim.sample_rate
+    )
+}
+
+/// Run one planned run in `dir/runs/<id>`, replaying `recording` if given.
+fn execute(run: &PlannedRun, dir: &Path, recording: Option<&Arc<Recording>>) -> Result<RunRecord> {
     let rdir = dir.join("runs").join(&run.id);
     let text = run.config.to_toml();
     let record_path = rdir.join("run.json");
-    if std::fs::read_to_string(rdir.join("config.toml"))
-        .ok()
-        .as_deref()
-        == Some(text.as_str())
-    {
-        if let Ok(bytes) = std::fs::read(&record_path) {
-            if let Ok(rec) = serde_json::from_slice::<RunRecord>(&bytes) {
-                return Ok((rec, true));
-            }
-        }
-    }
-    let out = simulate(&run.config, false).with_context(|| format!("run {}", run.id))?;
+    let out =
+        simulate_with(&run.config, false, recording).with_context(|| format!("run {}", run.id))?;
     std::fs::create_dir_all(&rdir).with_context(|| format!("cannot create {}", rdir.display()))?;
     let rec = RunRecord {
         id: run.id.clone(),
@@ -522,7 +535,7 @@ fn execute(run: &PlannedRun, dir: &Path) -> Result<(RunRecord, bool)> {
     crate::run::write_files(&rdir, &run.config, &out)?;
     std::fs::write(&record_path, serde_json::to_vec(&rec)?)?;
     std::fs::write(rdir.join("config.toml"), &text)?;
-    Ok((rec, false))
+    Ok(rec)
 }
 
 /// Derive the comparison metrics of every run from its references.
@@ -756,28 +769,50 @@ pub fn compare(args: &CompareArgs) -> Result<(String, PathBuf)> {
         .num_threads(args.jobs.max(1))
         .build()
         .context("cannot start worker threads")?;
-    let results: Vec<Result<(RunRecord, bool)>> = pool.install(|| {
-        runs.par_iter()
-            .map(|run| {
-                running.fetch_add(1, Ordering::SeqCst);
-                set_msg(&bar);
-                let r = execute(run, &args.out);
-                running.fetch_sub(1, Ordering::SeqCst);
-                done.fetch_add(1, Ordering::SeqCst);
-                bar.inc(1);
-                set_msg(&bar);
-                r
-            })
-            .collect()
-    });
-    bar.finish_and_clear();
-    let mut records = Vec::with_capacity(results.len());
-    let mut reused = 0;
-    for r in results {
-        let (rec, was_reused) = r?;
-        reused += was_reused as usize;
-        records.push(rec);
+    // Finished runs are reused; the rest are grouped by the streams they consume, and
+    // each group's workload is generated once and replayed by all its runs (a stream
+    // does not depend on placement). Groups run one after another so that only one
+    // recording is held at a time; a group's runs run in parallel.
+    let mut slots: Vec<Option<RunRecord>> = runs.iter().map(|r| finished(r, &args.out)).collect();
+    let reused = slots.iter().filter(|s| s.is_some()).count();
+    done.store(reused, Ordering::SeqCst);
+    bar.inc(reused as u64);
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        if slots[i].is_none() {
+            groups.entry(stream_key(&run.config)).or_default().push(i);
+        }
     }
+    for members in groups.values() {
+        // One run needs no recording; more share one.
+        let recording = (members.len() > 1).then(|| {
+            bar.set_message(format!("generating {}", runs[members[0]].workload));
+            record_workload(&runs[members[0]].config)
+        });
+        let results: Vec<(usize, Result<RunRecord>)> = pool.install(|| {
+            members
+                .par_iter()
+                .map(|&i| {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    set_msg(&bar);
+                    let r = execute(&runs[i], &args.out, recording.as_ref());
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    done.fetch_add(1, Ordering::SeqCst);
+                    bar.inc(1);
+                    set_msg(&bar);
+                    (i, r)
+                })
+                .collect()
+        });
+        for (i, r) in results {
+            slots[i] = Some(r?);
+        }
+    }
+    bar.finish_and_clear();
+    let records: Vec<RunRecord> = slots
+        .into_iter()
+        .map(|s| s.expect("every run finished or failed above"))
+        .collect();
     if reused > 0 {
         eprintln!(
             "reused {reused} of {} runs already finished in {}",

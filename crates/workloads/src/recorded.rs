@@ -1,0 +1,316 @@
+//! Generate once, replay many: a workload's streams recorded in memory.
+//!
+//! A thread's access stream does not depend on page placement, so within a comparison
+//! every policy on one workload (same config, seed and sample rate) consumes the same
+//! streams. `tierkit compare` records each workload once with [`Recording::record`]
+//! and hands every run a [`Replay`], instead of regenerating the streams for each
+//! policy. Replay yields exactly the operations recorded, so a run is byte-identical
+//! whether its workload was generated or replayed.
+//!
+//! Encoding, per thread, one record per operation: a tag byte (bits 0–1: read, write,
+//! mmap, munmap; bit 2: a nonzero compute gap follows), then LEB128 varints — for an
+//! access the zigzag delta of its address from the thread's previous access and the
+//! gap; for a mapping its address and length (and, for mmap, its kind). Random
+//! accesses cost about 4–5 bytes, sequential ones 2.
+
+use std::sync::Arc;
+use tierkit_core::{Op, RegionSampler, VmaKind, Workload, WorkloadShape};
+
+const READ: u8 = 0;
+const WRITE: u8 = 1;
+const MMAP: u8 = 2;
+const MUNMAP: u8 = 3;
+const HAS_GAP: u8 = 4;
+
+/// Every stream of a workload, recorded.
+pub struct Recording {
+    shape: WorkloadShape,
+    prologues: Vec<Vec<Op>>,
+    /// One encoded stream per thread, process-major (the machine's thread order).
+    streams: Vec<Vec<u8>>,
+    /// First stream index of each process.
+    first_stream: Vec<usize>,
+    accesses: u64,
+    /// The sampler the recorded workload was restricted with, if sampled.
+    sampler: Option<RegionSampler>,
+}
+
+impl Recording {
+    /// Drain `workload` (fresh: nothing filled yet) into a recording. `sampler` names
+    /// the sampler the workload was already restricted to, if any, so a replay can
+    /// tell the machine it needs no filtering.
+    pub fn record(workload: &mut dyn Workload, sampler: Option<RegionSampler>) -> Recording {
+        let shape = workload.shape();
+        let mut prologues = Vec::with_capacity(shape.processes.len());
+        let mut streams = Vec::new();
+        let mut first_stream = Vec::with_capacity(shape.processes.len());
+        let mut accesses = 0;
+        let mut buf = Vec::new();
+        for (p, proc_shape) in shape.processes.iter().enumerate() {
+            let mut prologue = Vec::new();
+            workload.prologue(p, &mut prologue);
+            prologues.push(prologue);
+            first_stream.push(streams.len());
+            for t in 0..proc_shape.nr_threads as usize {
+                let mut enc = Vec::new();
+                let mut last = 0u64;
+                loop {
+                    buf.clear();
+                    workload.fill(p, t, &mut buf);
+                    if buf.is_empty() {
+                        break;
+                    }
+                    for op in &buf {
+                        accesses += matches!(op, Op::Access { .. }) as u64;
+                        encode(op, &mut last, &mut enc);
+                    }
+                }
+                enc.shrink_to_fit();
+                streams.push(enc);
+            }
+        }
+        Recording {
+            shape,
+            prologues,
+            streams,
+            first_stream,
+            accesses,
+            sampler,
+        }
+    }
+
+    /// Accesses recorded (all threads).
+    pub fn accesses(&self) -> u64 {
+        self.accesses
+    }
+
+    /// Bytes the encoded streams take.
+    pub fn encoded_bytes(&self) -> u64 {
+        self.streams.iter().map(|s| s.len() as u64).sum()
+    }
+
+    /// A fresh replay from the start of every stream.
+    pub fn replay(self: &Arc<Self>) -> Replay {
+        Replay {
+            rec: Arc::clone(self),
+            cursor: vec![0; self.streams.len()],
+            last: vec![0; self.streams.len()],
+        }
+    }
+}
+
+/// A workload that replays a [`Recording`].
+pub struct Replay {
+    rec: Arc<Recording>,
+    cursor: Vec<usize>,
+    last: Vec<u64>,
+}
+
+/// Operations a replay hands out per fill, as generators do.
+const REPLAY_BATCH: usize = crate::BATCH_OPS;
+
+impl Workload for Replay {
+    fn shape(&self) -> WorkloadShape {
+        self.rec.shape.clone()
+    }
+
+    fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
+        if let Some(p) = self.rec.prologues.get(process) {
+            out.extend_from_slice(p);
+        }
+    }
+
+    fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
+        let Some(&first) = self.rec.first_stream.get(process) else {
+            return;
+        };
+        let s = first + thread;
+        let Some(stream) = self.rec.streams.get(s) else {
+            return;
+        };
+        let mut pos = self.cursor[s];
+        let mut last = self.last[s];
+        while pos < stream.len() && out.len() < REPLAY_BATCH {
+            out.push(decode(stream, &mut pos, &mut last));
+        }
+        self.cursor[s] = pos;
+        self.last[s] = last;
+    }
+
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        self.rec.sampler.as_ref() == Some(sampler)
+    }
+
+    fn expected_accesses(&self) -> Option<u64> {
+        Some(self.rec.accesses)
+    }
+}
+
+fn put_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = buf[*pos];
+        *pos += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+fn encode(op: &Op, last: &mut u64, out: &mut Vec<u8>) {
+    match *op {
+        Op::Access {
+            addr,
+            write,
+            gap_ns,
+        } => {
+            let tag = if write { WRITE } else { READ } | if gap_ns != 0 { HAS_GAP } else { 0 };
+            out.push(tag);
+            let delta = addr.wrapping_sub(*last) as i64;
+            put_varint(((delta << 1) ^ (delta >> 63)) as u64, out);
+            if gap_ns != 0 {
+                put_varint(gap_ns as u64, out);
+            }
+            *last = addr;
+        }
+        Op::Mmap { addr, len, kind } => {
+            out.push(MMAP);
+            put_varint(addr, out);
+            put_varint(len, out);
+            out.push((kind == VmaKind::File) as u8);
+        }
+        Op::Munmap { addr, len } => {
+            out.push(MUNMAP);
+            put_varint(addr, out);
+            put_varint(len, out);
+        }
+    }
+}
+
+/// Decode the record at `pos`. The buffer was written by [`encode`] in this process,
+/// so it is well formed by construction.
+#[inline]
+fn decode(buf: &[u8], pos: &mut usize, last: &mut u64) -> Op {
+    let tag = buf[*pos];
+    *pos += 1;
+    match tag & 3 {
+        READ | WRITE => {
+            let z = get_varint(buf, pos);
+            let delta = ((z >> 1) as i64) ^ -((z & 1) as i64);
+            let addr = last.wrapping_add(delta as u64);
+            *last = addr;
+            let gap_ns = if tag & HAS_GAP != 0 {
+                get_varint(buf, pos) as u32
+            } else {
+                0
+            };
+            Op::Access {
+                addr,
+                write: tag & 3 == WRITE,
+                gap_ns,
+            }
+        }
+        MMAP => {
+            let addr = get_varint(buf, pos);
+            let len = get_varint(buf, pos);
+            let kind = if buf[*pos] == 1 {
+                VmaKind::File
+            } else {
+                VmaKind::Anon
+            };
+            *pos += 1;
+            Op::Mmap { addr, len, kind }
+        }
+        _ => {
+            let addr = get_varint(buf, pos);
+            let len = get_varint(buf, pos);
+            Op::Munmap { addr, len }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::drain;
+    use crate::WorkloadConfig;
+
+    #[test]
+    fn replay_yields_exactly_the_generated_streams() {
+        for (name, fields) in [
+            (
+                "gups",
+                r#""footprint_mib": 16, "nr_updates": 20000, "nr_threads": 3"#,
+            ),
+            ("pmbench", r#""footprint_mib": 8, "nr_accesses": 30000"#),
+            ("mix", r#""scale": 0.01"#),
+        ] {
+            let cfg: WorkloadConfig =
+                serde_json::from_str(&format!(r#"{{"name": "{name}", {fields}}}"#)).unwrap();
+            let expected = drain(&mut *cfg.build(5));
+            let rec = Arc::new(Recording::record(&mut *cfg.build(5), None));
+            let got = drain(&mut rec.replay());
+            assert_eq!(got.streams, expected.streams, "{name}");
+            assert_eq!(
+                format!("{:?}", got.mappings),
+                format!("{:?}", expected.mappings),
+                "{name}"
+            );
+            // A second replay of the same recording starts from the beginning.
+            assert_eq!(drain(&mut rec.replay()).streams, expected.streams, "{name}");
+            assert!(rec.encoded_bytes() < rec.accesses() * 8, "{name}");
+        }
+    }
+
+    #[test]
+    fn encoding_round_trips_extreme_values() {
+        let ops = [
+            Op::Access {
+                addr: u64::MAX - 63,
+                write: true,
+                gap_ns: u32::MAX,
+            },
+            Op::Access {
+                addr: 0,
+                write: false,
+                gap_ns: 0,
+            },
+            Op::Mmap {
+                addr: 1 << 47,
+                len: 1 << 40,
+                kind: VmaKind::File,
+            },
+            Op::Munmap {
+                addr: 4096,
+                len: 8192,
+            },
+            Op::Access {
+                addr: 1 << 46,
+                write: false,
+                gap_ns: 1,
+            },
+        ];
+        let mut buf = Vec::new();
+        let mut last = 0;
+        for op in &ops {
+            encode(op, &mut last, &mut buf);
+        }
+        let (mut pos, mut last) = (0, 0);
+        for op in &ops {
+            assert_eq!(&decode(&buf, &mut pos, &mut last), op);
+        }
+        assert_eq!(pos, buf.len());
+    }
+}
