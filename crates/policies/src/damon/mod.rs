@@ -1221,6 +1221,7 @@ mod tests {
             pingpong_window_ms: 1000,
             threads_per_process: vec![1],
             policy_time_scale: 1.0,
+            space_scale: Default::default(),
         })
     }
 
