@@ -30,6 +30,7 @@ fn run(policy: &PolicyConfig, w: &WorkloadConfig) -> f64 {
     let wc = w.clone();
     let ctx = BuildContext {
         fresh_workload: Some(Box::new(move || wc.build(5))),
+        ..Default::default()
     };
     let p = policy.try_build(&ctx).unwrap();
     // The 32 MiB LLC would hold these small hot sets whole; turn it off so memory sees
