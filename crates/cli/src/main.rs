@@ -80,6 +80,14 @@ enum Command {
         /// Output directory; rerunning into it reuses finished runs.
         #[arg(long, default_value = "tierkit-compare")]
         out: PathBuf,
+        /// Run the matrix exactly and at each of --rates, and report per policy how far
+        /// sampled simulation moves slowdown, fast-access ratio, F1 and promotions
+        /// (docs/sampling.md).
+        #[arg(long)]
+        validate_sampling: bool,
+        /// Sample rates for --validate-sampling, comma separated.
+        #[arg(long, value_delimiter = ',', default_value = "1/8,1/64,1/256")]
+        rates: Vec<String>,
     },
     /// List policies, workloads and machines with their parameters and defaults.
     List,
@@ -194,6 +202,8 @@ fn real_main() -> Result<()> {
             seed,
             jobs,
             out,
+            validate_sampling,
+            rates,
         } => {
             let config = match config {
                 Some(p) => Some((
@@ -217,9 +227,15 @@ fn real_main() -> Result<()> {
                 out,
                 progress: std::io::stderr().is_terminal(),
             };
-            let (board, report) = compare::compare(&args)?;
-            print!("{board}");
-            println!("report: {}", report.display());
+            if validate_sampling {
+                let (_, table) = compare::validate::validate_sampling(&args, &rates)?;
+                print!("{table}");
+                println!("tables: {}", args.out.join("sampling.md").display());
+            } else {
+                let (board, report) = compare::compare(&args)?;
+                print!("{board}");
+                println!("report: {}", report.display());
+            }
         }
         Command::List => print!("{}", list::listing()),
         Command::Doctor { json } => std::process::exit(tierkit::live_cmd::doctor(json)),

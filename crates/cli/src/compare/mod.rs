@@ -14,6 +14,7 @@
 
 pub mod report;
 pub mod suites;
+pub mod validate;
 
 use crate::run::{record_workload, simulate_with};
 use crate::run_config::{self, RunArgs, RunConfig};
@@ -142,7 +143,7 @@ pub struct RunRecord {
 }
 
 /// Derived metrics of a run, against its references.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ResultRow {
     /// Run id.
     pub id: String,
@@ -735,6 +736,13 @@ pub fn results_csv(rows: &[ResultRow]) -> Result<String> {
 
 /// Run the comparison; returns the leaderboard text and the report path.
 pub fn compare(args: &CompareArgs) -> Result<(String, PathBuf)> {
+    let (_, board, report) = run_matrix(args)?;
+    Ok((board, report))
+}
+
+/// Run the comparison; returns the derived rows, the leaderboard text and the report
+/// path.
+pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf)> {
     let (spec, lenient, title) = resolve_spec(args)?;
     let mut notices = Vec::new();
     let runs = plan(&spec, lenient, &mut notices)?;
@@ -832,7 +840,7 @@ pub fn compare(args: &CompareArgs) -> Result<(String, PathBuf)> {
         &report_path,
         report::render(&title, &spec, &records, &rows, &board),
     )?;
-    Ok((leaderboard_text(&board), report_path))
+    Ok((rows, leaderboard_text(&board), report_path))
 }
 
 #[cfg(test)]
