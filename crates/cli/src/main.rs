@@ -117,7 +117,9 @@ enum Command {
         #[command(flatten)]
         live: tierkit::live_cmd::LiveArgs,
     },
-    /// Measure simulated accesses per wall-clock second (median of --reps runs).
+    /// Measure simulated accesses per wall-clock second (median of --reps runs), and
+    /// each as a fraction of this host's random read-modify-write rate over the same
+    /// working set, measured in the same run.
     Bench {
         /// Runs per case.
         #[arg(long, default_value_t = 5)]
@@ -245,10 +247,7 @@ fn real_main() -> Result<()> {
         Command::Attach { pid, live } => std::process::exit(tierkit::live_cmd::attach(&pid, &live)),
         Command::Trace(cmd) => tierkit::trace_cmd::run(cmd)?,
         Command::Bench { reps, accesses } => {
-            for case in bench::CASES {
-                let rate = bench::run_case(case, reps, accesses)?;
-                println!("{} {}", case.name, rate);
-            }
+            bench::run(reps, accesses)?;
         }
     }
     Ok(())

@@ -264,6 +264,10 @@ pub struct ResolvedTiers {
     pub specs: Vec<TierSpec>,
     /// Capacity of each tier in base pages.
     pub capacity_pages: Vec<u64>,
+    /// Per tier: sized to hold the whole footprint (an unbounded fast tier, or a last
+    /// tier without a capacity) rather than given. A sampled machine leaves such a tier
+    /// room for the sampling variance of the footprint instead of shrinking it exactly.
+    pub holds_footprint: Vec<bool>,
 }
 
 impl MachineConfig {
@@ -382,6 +386,7 @@ impl MachineConfig {
         let whole = footprint_pages + footprint_pages / 16 + 1024;
         let n = specs.len();
         let mut capacity_pages = Vec::with_capacity(n);
+        let mut holds_footprint = Vec::with_capacity(n);
         for (i, s) in specs.iter().enumerate() {
             let pages = if i == 0 {
                 if unbounded_fast {
@@ -397,6 +402,7 @@ impl MachineConfig {
                 whole
             };
             capacity_pages.push(pages);
+            holds_footprint.push(pages == whole);
         }
         if capacity_pages[0] == 0 {
             return Err(SimError::Config {
@@ -410,6 +416,7 @@ impl MachineConfig {
         Ok(ResolvedTiers {
             specs,
             capacity_pages,
+            holds_footprint,
         })
     }
 }

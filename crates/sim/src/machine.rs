@@ -158,7 +158,7 @@ impl Machine {
         let total: u64 = p.tiers.capacity_pages.iter().sum();
         let rate = p.space_scale.rate();
         let event_weight = 1.0 / rate;
-        let last = p.tiers.capacity_pages.len() - 1;
+
         // Watermarks come from the full machine (min_free_kbytes grows with the square
         // root of memory), then shrink with it like every other extensive quantity.
         let shrink = |pages: u64| (pages as f64 * rate).round() as u64;
@@ -170,9 +170,10 @@ impl Machine {
             .map(|(i, &cap)| {
                 if p.space_scale.is_exact() {
                     cap
-                } else if i == last {
-                    // The last tier holds whatever does not fit above; the sampled share
-                    // of a footprint varies around `rate`, so leave it room to spare.
+                } else if p.tiers.holds_footprint.get(i).copied().unwrap_or(false) {
+                    // A tier sized to hold the whole footprint (the last tier, an
+                    // unbounded fast tier) must still hold it when sampled; the sampled
+                    // share of a footprint varies around `rate`, so leave room to spare.
                     (cap as f64 * rate).ceil() as u64 * 2 + 2 * SUBPAGES_PER_HUGE
                 } else {
                     shrink(cap).max(1)
