@@ -4,7 +4,8 @@
 //! shared by all processes and indexed by a hash of (process, line), standing in for a
 //! physically indexed cache. Each way stores the line id with, in its low bits, the
 //! dirty flag and the tier the line was filled from, so a dirty eviction can charge
-//! write-back bandwidth to the right tier.
+//! write-back bandwidth to the right tier. Within a set the ways are kept in recency
+//! order, most recent first (true LRU).
 
 const EMPTY: u64 = u64::MAX;
 const META_BITS: u32 = 4;
@@ -69,28 +70,46 @@ impl Llc {
         let (line, base) = self.set_of(pid, addr);
         let set_tags = &mut self.tags[base..base + self.ways];
         let want = line << META_BITS;
-        for i in 0..set_tags.len() {
-            let t = set_tags[i];
-            if t != EMPTY && (t & !((1 << META_BITS) - 1)) == want {
-                let t = if write { t | DIRTY } else { t };
-                set_tags.copy_within(0..i, 1);
-                set_tags[0] = t;
-                return LlcResult::Hit;
+        // Empty ways hold EMPTY, whose line bits are all ones: no line id matches them.
+        let hit = set_tags
+            .iter()
+            .position(|&t| t & !((1 << META_BITS) - 1) == want);
+        let (from, new) = match hit {
+            Some(i) => {
+                let t = set_tags[i] | if write { DIRTY } else { 0 };
+                (i, t)
             }
-        }
-        let victim = set_tags[set_tags.len() - 1];
-        let writeback =
-            (victim != EMPTY && victim & DIRTY != 0).then_some((victim & TIER_MASK) as u8);
-        let last = set_tags.len() - 1;
-        set_tags.copy_within(0..last, 1);
-        set_tags[0] = want | (tier as u64 & TIER_MASK) | if write { DIRTY } else { 0 };
-        LlcResult::Miss { writeback }
+            None => {
+                let last = set_tags.len() - 1;
+                let victim = set_tags[last];
+                let writeback =
+                    (victim != EMPTY && victim & DIRTY != 0).then_some((victim & TIER_MASK) as u8);
+                move_to_front(set_tags, last, want | (tier as u64 & TIER_MASK) | if write { DIRTY } else { 0 });
+                return LlcResult::Miss { writeback };
+            }
+        };
+        move_to_front(set_tags, from, new);
+        LlcResult::Hit
     }
 
     /// Bytes of simulator memory the cache model uses.
     pub fn model_bytes(&self) -> u64 {
         (self.tags.len() * 8) as u64
     }
+}
+
+/// Put `t` at the front of the set, shifting ways `0..i` back by one (way `i` is
+/// overwritten). A plain loop rather than `copy_within`: the shifts are at most a set
+/// long, too short to pay for a call to memmove, and a hit on the most recently used
+/// way (a store after a load of the same line) shifts nothing.
+#[inline(always)]
+fn move_to_front(set: &mut [u64], i: usize, t: u64) {
+    let mut k = i.min(set.len() - 1);
+    while k > 0 {
+        set[k] = set[k - 1];
+        k -= 1;
+    }
+    set[0] = t;
 }
 
 #[cfg(test)]

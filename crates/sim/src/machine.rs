@@ -469,7 +469,8 @@ impl Machine {
     }
 
     /// One access by global thread `tid` whose memory-level parallelism is
-    /// `1 / inv_mlp`. The hot path.
+    /// `1 / inv_mlp`. The hot path: on the common path (page resident, not armed) the
+    /// page state is looked up once and updated in place.
     #[inline]
     pub fn access(
         &mut self,
@@ -485,39 +486,29 @@ impl Machine {
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];
-        let mut vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
-        self.ensure_present(tid, pid, vi, vpn, policy)?;
-        let mut v = &mut self.spaces[pid as usize].vmas[vi];
-        let mut ui = v.unit_index(vpn);
-        if v.pages[ui].flags & F_ARMED != 0 {
-            v.pages[ui].flags &= !F_ARMED;
-            let fault = HintFault {
-                pid: Pid(pid),
-                vpn,
-                tier: TierId(v.pages[ui].tier),
-                huge: v.pages[ui].huge(),
-                write,
-                armed_at: (v.pages[ui].armed_at as f64 * self.policy_time_scale) as Nanos,
-            };
-            self.counters.hint_faults += 1;
-            self.enter(self.clocks[tid], Payer::Thread(tid));
-            self.charge_event(self.costs.hint_fault_ns);
-            policy.on_event(&Event::HintFault(fault), self);
-            // The handler may have migrated or split the page, or freed the subpage
-            // (a split that drops zero subpages): then this access faults it back in.
-            let space = &mut self.spaces[pid as usize];
-            vi = space.find(vpn).ok_or(SimError::Unmapped { pid, addr })?;
-            self.ensure_present(tid, pid, vi, vpn, policy)?;
-            v = &mut self.spaces[pid as usize].vmas[vi];
-            ui = v.unit_index(vpn);
+        let Some(mut vi) = space.find(vpn) else {
+            return Err(SimError::Unmapped { pid, addr });
+        };
+        // Common path: resident and not armed; anything else takes the slow path,
+        // which faults the page in and delivers the hinting fault, then looks again.
+        let needs_slow_path = {
+            let v = &space.vmas[vi];
+            let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
+            !p.present() || v.pages[v.unit_index(vpn)].flags & F_ARMED != 0
+        };
+        if needs_slow_path {
+            vi = self.fault_in(tid, pid, vi, vpn, addr, write, policy)?;
         }
-        v.pages[ui].flags |= F_ACCESSED;
+        let v = &mut self.spaces[pid as usize].vmas[vi];
         let exact = (vpn - v.vma.start_vpn) as usize;
+        let ui = v.unit_index(vpn);
+        let unit = &mut v.pages[ui];
+        unit.flags |= F_ACCESSED;
+        let tier = unit.tier;
+        let huge = unit.huge();
         if write {
             v.pages[exact].flags |= F_WRITTEN;
         }
-        let tier = v.pages[ui].tier;
-        let huge = v.pages[ui].huge();
         let now = self.clocks[tid];
         let miss = match &mut self.llc {
             None => true,
@@ -546,20 +537,63 @@ impl Machine {
         };
         self.clocks[tid] += latency * inv_mlp;
         // PEBS-like counters: LLC load misses, and all stores.
-        let kind = if write {
-            SampleKind::Store
-        } else {
-            SampleKind::LlcLoadMiss
-        };
         let k = write as usize;
         if self.sample_period[k] != 0 && (write || miss) {
             self.sample_countdown[k] -= 1;
             if self.sample_countdown[k] == 0 {
                 self.sample_countdown[k] = self.sample_period[k];
+                let kind = if write {
+                    SampleKind::Store
+                } else {
+                    SampleKind::LlcLoadMiss
+                };
                 self.deliver_sample(tid, pid, vpn, tier, huge, kind, policy);
             }
         }
         Ok(())
+    }
+
+    /// The slow path of an access: fault the page in if it is not resident, and
+    /// deliver the hinting fault if it is armed. The handler may migrate or split the
+    /// page, or free the subpage (a split that drops zero subpages): then this access
+    /// faults it back in. Returns the VMA index to use afterwards.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn fault_in(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        addr: u64,
+        write: bool,
+        policy: &mut dyn Policy,
+    ) -> Result<usize, SimError> {
+        self.ensure_present(tid, pid, vi, vpn, policy)?;
+        let v = &mut self.spaces[pid as usize].vmas[vi];
+        let ui = v.unit_index(vpn);
+        if v.pages[ui].flags & F_ARMED == 0 {
+            return Ok(vi);
+        }
+        v.pages[ui].flags &= !F_ARMED;
+        let fault = HintFault {
+            pid: Pid(pid),
+            vpn,
+            tier: TierId(v.pages[ui].tier),
+            huge: v.pages[ui].huge(),
+            write,
+            armed_at: (v.pages[ui].armed_at as f64 * self.policy_time_scale) as Nanos,
+        };
+        self.counters.hint_faults += 1;
+        self.enter(self.clocks[tid], Payer::Thread(tid));
+        self.charge_event(self.costs.hint_fault_ns);
+        policy.on_event(&Event::HintFault(fault), self);
+        let Some(vi) = self.spaces[pid as usize].find(vpn) else {
+            return Err(SimError::Unmapped { pid, addr });
+        };
+        self.ensure_present(tid, pid, vi, vpn, policy)?;
+        Ok(vi)
     }
 
     #[allow(clippy::too_many_arguments)]
