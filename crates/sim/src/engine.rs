@@ -111,6 +111,7 @@ impl Simulation {
             threads_per_process: shape.processes.iter().map(|p| p.nr_threads).collect(),
             policy_time_scale: sim.policy_time_scale,
             space_scale: scale,
+            sampler: crate::sampling::sampler_for(sim, labels.seed),
         });
         machine.page_alloc_events = req.page_alloc_events;
         let mut threads = Vec::new();

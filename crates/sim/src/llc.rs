@@ -84,7 +84,11 @@ impl Llc {
                 let victim = set_tags[last];
                 let writeback =
                     (victim != EMPTY && victim & DIRTY != 0).then_some((victim & TIER_MASK) as u8);
-                move_to_front(set_tags, last, want | (tier as u64 & TIER_MASK) | if write { DIRTY } else { 0 });
+                move_to_front(
+                    set_tags,
+                    last,
+                    want | (tier as u64 & TIER_MASK) | if write { DIRTY } else { 0 },
+                );
                 return LlcResult::Miss { writeback };
             }
         };

@@ -124,6 +124,8 @@ pub struct Machine {
     event_weight: f64,
     /// Capacity of each tier on the full (unsampled) machine, pages, for reports.
     pub full_capacity: Vec<u64>,
+    /// The regions a sampled run simulates; scans skip the others.
+    sampler: RegionSampler,
 }
 
 /// Settings the machine needs beyond tiers.
@@ -150,6 +152,8 @@ pub struct MachineParams {
     /// The share of the machine simulated (`sim.sample_rate`); capacities,
     /// watermarks and bandwidths given here are those of the full machine.
     pub space_scale: SpaceScale,
+    /// The regions simulated (all when exact); must match the workload's sampling.
+    pub sampler: RegionSampler,
 }
 
 impl Machine {
@@ -253,6 +257,7 @@ impl Machine {
             ns_per_copy_byte: 1.0 / p.costs.migrate_copy_gbps,
             event_weight,
             full_capacity: p.tiers.capacity_pages.clone(),
+            sampler: p.sampler,
             costs: p.costs,
             thp: p.thp == ThpMode::Always,
             shared_tiering_cpus: p.tiering_cpus == TieringCpus::Shared,
@@ -823,6 +828,8 @@ impl Machine {
         let end = start_vpn.saturating_add(nr_pages);
         let first = space.vmas.partition_point(|v| v.vma.end_vpn() <= start_vpn);
         let mut walked = 0;
+        let sampler = self.sampler;
+        let pid32 = pid.0;
         for v in &mut space.vmas[first..] {
             if v.vma.start_vpn >= end {
                 break;
@@ -830,6 +837,14 @@ impl Machine {
             let mut vpn = start_vpn.max(v.vma.start_vpn);
             let stop = end.min(v.vma.end_vpn());
             while vpn < stop {
+                // A region a sampled run does not simulate holds no page: count its
+                // entries as walked (the real walk would visit them) without reading.
+                if !sampler.keeps_region(pid32, vpn >> (HUGE_PAGE_SHIFT - PAGE_SHIFT)) {
+                    let next = (huge_head(vpn) + SUBPAGES_PER_HUGE).min(stop);
+                    walked += next - vpn;
+                    vpn = next;
+                    continue;
+                }
                 let i = (vpn - v.vma.start_vpn) as usize;
                 let p = &mut v.pages[i];
                 walked += 1;
@@ -1167,6 +1182,7 @@ impl Machine {
     /// Close a placement epoch: measure, then reset the per-page epoch counters.
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
         let budget = self.tiers[0].capacity;
+        let sampler = self.sampler;
         let total_pages: u64 = self
             .spaces
             .iter()
@@ -1174,9 +1190,16 @@ impl Machine {
             .map(|v| v.vma.nr_pages)
             .sum();
         let mut counts: Vec<u16> = Vec::new();
-        for s in &self.spaces {
+        for (pid, s) in self.spaces.iter().enumerate() {
             for v in &s.vmas {
-                counts.extend(v.pages.iter().map(|p| p.epoch_accesses).filter(|&c| c > 0));
+                for_sampled_chunks(&sampler, pid as u32, v, |range| {
+                    counts.extend(
+                        v.pages[range]
+                            .iter()
+                            .map(|p| p.epoch_accesses)
+                            .filter(|&c| c > 0),
+                    );
+                });
             }
         }
         // Hot set: counts above the threshold, plus ties at it in address order.
@@ -1196,28 +1219,61 @@ impl Machine {
             hot_in_fast: 0,
             heat: vec![0; bins],
         };
-        let mut index = 0u64;
-        for s in &mut self.spaces {
-            for v in &mut s.vmas {
-                for p in &mut v.pages {
-                    let c = p.epoch_accesses;
-                    let fast = p.tier == 0;
-                    let hot = c > threshold
-                        || (c == threshold && c > 0 && tie_room > 0 && {
-                            tie_room -= 1;
-                            true
-                        });
-                    out.fast_pages += fast as u64;
-                    out.hot_pages += hot as u64;
-                    out.hot_in_fast += (hot && fast) as u64;
-                    if c > 0 {
-                        out.heat[(index * bins as u64 / total_pages.max(1)) as usize] += c as u64;
+        // Pages of all processes in address order, for the heat map's bins.
+        let mut vma_base = 0u64;
+        let mut chunks = Vec::new();
+        for (pid, s) in self.spaces.iter_mut().enumerate() {
+            for v in s.vmas.iter_mut() {
+                let base = vma_base;
+                vma_base += v.vma.nr_pages;
+                chunks.clear();
+                for_sampled_chunks(&sampler, pid as u32, v, |range| chunks.push(range));
+                for range in chunks.drain(..) {
+                    let mut index = base + range.start as u64;
+                    for p in &mut v.pages[range] {
+                        let c = p.epoch_accesses;
+                        let fast = p.tier == 0;
+                        let hot = c > threshold
+                            || (c == threshold && c > 0 && tie_room > 0 && {
+                                tie_room -= 1;
+                                true
+                            });
+                        out.fast_pages += fast as u64;
+                        out.hot_pages += hot as u64;
+                        out.hot_in_fast += (hot && fast) as u64;
+                        if c > 0 {
+                            out.heat[(index * bins as u64 / total_pages.max(1)) as usize] +=
+                                c as u64;
+                        }
+                        p.epoch_accesses = 0;
+                        index += 1;
                     }
-                    p.epoch_accesses = 0;
-                    index += 1;
                 }
             }
         }
         out
+    }
+}
+
+/// Call `f` with each index range of `v`'s pages that the sampler keeps (the whole
+/// VMA when exact), in address order.
+fn for_sampled_chunks(
+    sampler: &RegionSampler,
+    pid: u32,
+    v: &VmaState,
+    mut f: impl FnMut(std::ops::Range<usize>),
+) {
+    if sampler.keeps_all() {
+        f(0..v.pages.len());
+        return;
+    }
+    let (start, end) = (v.vma.start_vpn, v.vma.end_vpn());
+    let mut vpn = start;
+    while vpn < end {
+        let next = (huge_head(vpn) + SUBPAGES_PER_HUGE).min(end);
+        if sampler.keeps_region(pid, vpn >> (HUGE_PAGE_SHIFT - PAGE_SHIFT)) {
+            f((vpn - start) as usize..(next - start) as usize);
+        }
+        vpn = next;
     }
 }

@@ -1222,6 +1222,7 @@ mod tests {
             threads_per_process: vec![1],
             policy_time_scale: 1.0,
             space_scale: Default::default(),
+            sampler: tierkit_core::RegionSampler::new(Default::default(), 0),
         })
     }
 
