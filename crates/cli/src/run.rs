@@ -101,6 +101,26 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
         "simulated runtime",
         format!("{:.3} s", s.sim_seconds),
     );
+    if s.sample_rate != "1" {
+        row(
+            &mut t,
+            "sample rate",
+            format!(
+                "{} of 2 MiB regions simulated; counts are for the full machine",
+                s.sample_rate
+            ),
+        );
+    }
+    if s.policy_time_scale != 1.0 {
+        row(
+            &mut t,
+            "policy time scale",
+            format!(
+                "{} (policy periods shortened {}x: not the papers' time constants)",
+                s.policy_time_scale, s.policy_time_scale
+            ),
+        );
+    }
     row(
         &mut t,
         "accesses",

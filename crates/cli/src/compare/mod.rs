@@ -161,6 +161,8 @@ pub struct ResultRow {
     pub seed: u64,
     /// Policy time scale of the run.
     pub policy_time_scale: f64,
+    /// Sample rate of the run (`1` = exact; counts are of the full machine).
+    pub sample_rate: String,
     /// Simulated runtime, s.
     pub sim_seconds: f64,
     /// Runtime over `all-fast`'s on the same workload and machine.
@@ -563,6 +565,7 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                 reference: x.reference,
                 seed: s.seed,
                 policy_time_scale: s.policy_time_scale,
+                sample_rate: s.sample_rate.clone(),
                 sim_seconds: s.sim_seconds,
                 slowdown: ratio(s.sim_seconds, fast.map(|f| f.summary.sim_seconds)),
                 fast_access_ratio: s.fast_access_ratio,
@@ -740,6 +743,26 @@ pub fn compare(args: &CompareArgs) -> Result<(String, PathBuf)> {
     Ok((board, report))
 }
 
+/// A plain warning when any run shortened policy time (`sim.policy_time_scale` ≠ 1).
+pub fn time_scale_note(rows: &[ResultRow]) -> Option<String> {
+    let mut scales: Vec<String> = rows
+        .iter()
+        .filter(|r| r.policy_time_scale != 1.0)
+        .map(|r| format!("{}", r.policy_time_scale))
+        .collect();
+    scales.sort();
+    scales.dedup();
+    (!scales.is_empty()).then(|| {
+        format!(
+            "warning: sim.policy_time_scale = {} in these runs: every policy period, threshold \
+             and rate was shortened by that factor, so policies pay their mechanism costs \
+             that many times as often per simulated second; results are not at the papers' \
+             time constants",
+            scales.join(", ")
+        )
+    })
+}
+
 /// Run the comparison; returns the derived rows, the leaderboard text and the report
 /// path.
 pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf)> {
@@ -840,7 +863,12 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         &report_path,
         report::render(&title, &spec, &records, &rows, &board),
     )?;
-    Ok((rows, leaderboard_text(&board), report_path))
+    let mut text = leaderboard_text(&board);
+    if let Some(note) = time_scale_note(&rows) {
+        text.push_str(&note);
+        text.push('\n');
+    }
+    Ok((rows, text, report_path))
 }
 
 #[cfg(test)]

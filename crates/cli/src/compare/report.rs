@@ -427,15 +427,25 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
         v.dedup();
         v
     };
+    let rates: Vec<String> = {
+        let mut v: Vec<String> = rows.iter().map(|r| r.sample_rate.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
     let _ = writeln!(
         h,
-        r#"<p class="note">{} runs over workloads × machines ({}) × fast:slow ratios ({}); seed {}. Slowdown is simulated runtime over <code>all-fast</code> on the same workload and machine; the oracle is the clairvoyant per-epoch placement. Policy time scale: {} (1 = the papers' time constants; k &gt; 1 = every policy period and threshold divided by k to fit short runs).</p>"#,
+        r#"<p class="note">{} runs over workloads × machines ({}) × fast:slow ratios ({}); seed {}. Slowdown is simulated runtime over <code>all-fast</code> on the same workload and machine; the oracle is the clairvoyant per-epoch placement. Policy time scale: {} (1 = the papers' time constants; k &gt; 1 = every policy period and threshold divided by k to fit short runs). Sample rate: {} (1 = every 2 MiB region simulated; 1/N = one region in N, on a machine shrunk N-fold in space, counts reported for the full machine; errors in docs/sampling.md).</p>"#,
         records.len(),
         esc(&spec.machines.join(", ")),
         esc(&spec.ratios.join(", ")),
         spec.seed.unwrap_or(crate::run_config::DEFAULT_SEED),
-        esc(&scales.join(", "))
+        esc(&scales.join(", ")),
+        esc(&rates.join(", "))
     );
+    if let Some(note) = super::time_scale_note(rows) {
+        let _ = writeln!(h, r#"<p class="note"><b>{}</b></p>"#, esc(&note));
+    }
 
     // 1. Leaderboard
     h.push_str("<section id=\"leaderboard\"><h2>Leaderboard</h2>\n");
