@@ -57,6 +57,10 @@ pub struct MatrixSpec {
     /// Workloads with their own overrides.
     #[serde(default)]
     pub workloads: Vec<WorkloadSpec>,
+    /// `--set` overrides from the command line: applied to every run after the
+    /// matrix's and the workload's own, so what the user types always wins.
+    #[serde(skip)]
+    pub set_last: Vec<String>,
 }
 
 /// One workload of a matrix.
@@ -268,7 +272,7 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)
     if args.seed.is_some() {
         spec.seed = args.seed;
     }
-    spec.set.extend(args.sets.iter().cloned());
+    spec.set_last.extend(args.sets.iter().cloned());
     let leniency = Leniency {
         policies: lenient && args.policies.is_none(),
         workloads: lenient && args.workloads.is_none(),
@@ -482,6 +486,7 @@ fn build_config(
 ) -> Result<RunConfig> {
     let mut sets = spec.set.clone();
     sets.extend(w.set.iter().cloned());
+    sets.extend(spec.set_last.iter().cloned());
     run_config::build(&RunArgs {
         config_file: None,
         workload: Some(w.name.clone()),
