@@ -896,6 +896,7 @@ mod tests {
             machines: vec!["cxl".into()],
             seed: Some(1),
             set: vec![],
+            set_last: vec![],
             workloads: workloads
                 .iter()
                 .map(|n| WorkloadSpec {
