@@ -209,3 +209,71 @@ fn invalid_matrices_are_refused_before_any_run() {
         assert!(!dir.join("runs").exists(), "{args:?} started runs");
     }
 }
+
+/// Sampled simulation stays within its bounds (issue 15, docs/sampling.md): on 4 GiB
+/// GUPS and pmbench at 1/8 and 1/64, the median error in slowdown of every validated
+/// policy is at most 1% and the largest at most 3%. The matrix, the command and the
+/// bound are the documented ones, at a length CI affords.
+#[test]
+fn sampled_simulation_stays_within_its_error_bound() {
+    const MATRIX: &str = r#"
+policies = ["first-touch"]
+ratios = ["1:8"]
+machines = ["cxl"]
+
+[[workloads]]
+name = "gups"
+set = ["workload.nr_updates=20000000"]
+
+[[workloads]]
+name = "pmbench"
+set = ["workload.nr_accesses=20000000"]
+"#;
+    let base = scratch("sampling");
+    std::fs::create_dir_all(&base).unwrap();
+    let cfg = base.join("m.toml");
+    std::fs::write(&cfg, MATRIX).unwrap();
+    let out = tierkit()
+        .args([
+            "compare",
+            "--validate-sampling",
+            "--rates",
+            "1/8,1/64",
+            "--config",
+        ])
+        .arg(&cfg)
+        .args(["--jobs", "2", "--out"])
+        .arg(base.join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "validate-sampling failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(base.join("out/sampling.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (policy, rate, median, max) = (
+        col("policy"),
+        col("rate"),
+        col("median_slowdown_error"),
+        col("max_slowdown_error"),
+    );
+    let mut checked = 0;
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let (m, x): (f64, f64) = (f[median].parse().unwrap(), f[max].parse().unwrap());
+        assert!(
+            m <= 0.01 && x <= 0.03,
+            "{} at {}: median {m:.4}, max {x:.4} over the bound",
+            f[policy],
+            f[rate]
+        );
+        checked += 1;
+    }
+    // first-touch and the oracle reference, at two rates.
+    assert_eq!(checked, 4, "{csv}");
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -679,6 +679,19 @@ impl Policy for Autotiering {
     }
 }
 
+impl AutotieringConfig {
+    /// Sampled simulation: the free-page pool kept for promotions is memory and scales
+    /// (at least one page of each kind). The scanner's address-space step does not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.pool_max_pages = s.count(self.pool_max_pages);
+        self.pool_min_pages = s.count(self.pool_min_pages).min(self.pool_max_pages);
+        self.pool_max_huge_pages = s.count(self.pool_max_huge_pages);
+        self.pool_min_huge_pages = s
+            .count(self.pool_min_huge_pages)
+            .min(self.pool_max_huge_pages);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

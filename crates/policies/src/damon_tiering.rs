@@ -333,6 +333,16 @@ impl Policy for DamonTiering {
     }
 }
 
+impl DamonTieringConfig {
+    /// Sampled simulation: the quota of bytes migrated per reset interval is a size of
+    /// memory and scales. Intervals, access-count thresholds, goals in basis points and
+    /// the monitor's region counts (DAMON adapts region sizes to whatever space it
+    /// watches) do not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.quota_bytes = s.count(self.quota_bytes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

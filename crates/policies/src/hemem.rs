@@ -680,6 +680,16 @@ impl Policy for Hemem {
     }
 }
 
+impl HememConfig {
+    /// Sampled simulation: the migration budget per 10 ms interval (MB) and the pages
+    /// cooled per pass scale. The PEBS period and the hot and cooling thresholds are
+    /// per page (each sampled page sees all its own events) and do not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.kswapd_migrate_rate_mb = s.count(self.kswapd_migrate_rate_mb);
+        self.cooling_pages = s.count(self.cooling_pages);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -258,13 +258,28 @@ impl PolicyConfig {
             return c;
         }
         match &mut c {
+            // Nothing extensive: they never migrate, or (autonuma, tpp) act only on
+            // per-page faults over an address-space scan and on watermarks, which are
+            // intensive or scaled by the machine itself.
             PolicyConfig::AllFast(_)
             | PolicyConfig::FirstTouch(_)
-            | PolicyConfig::Oracle(_)
-            | PolicyConfig::OracleStatic(_) => {}
-            // Filled in policy by policy (issue 15); until a policy's arm is written
-            // here its parameters are used unscaled, which its page must say.
-            _ => {} // registry: scaled
+            | PolicyConfig::OracleStatic(_)
+            | PolicyConfig::Autonuma(_)
+            | PolicyConfig::Tpp(_) => {}
+            PolicyConfig::Oracle(c) => c.scale_space(scale),
+            PolicyConfig::DamonTiering(c) => c.scale_space(scale),
+            PolicyConfig::LinuxTiering(c) => c.scale_space(scale),
+            PolicyConfig::Hemem(c) => c.scale_space(scale),
+            PolicyConfig::Autotiering(c) => c.scale_space(scale),
+            PolicyConfig::Memtis(c) => c.scale_space(scale),
+            PolicyConfig::Freqtier(c) => c.scale_space(scale),
+            PolicyConfig::Multiclock(c) => c.scale_space(scale),
+            PolicyConfig::Nimble(c) => c.scale_space(scale),
+            PolicyConfig::Chrono(c) | PolicyConfig::ChronoSemiauto(c) => c.scale_space(scale),
+            PolicyConfig::Pet(c) => c.scale_space(scale),
+            PolicyConfig::MglruPd(c) => c.scale_space(scale),
+            PolicyConfig::Thermostat(c) => c.scale_space(scale),
+            // registry: scaled
         }
         c
     }
@@ -315,5 +330,95 @@ mod tests {
             assert_eq!(c.build(&BuildContext::default()).name(), name);
         }
         assert!(PolicyConfig::default_for("nope").is_none());
+    }
+
+    /// Sampled simulation (issue 15): exact scale changes nothing, and at 1/64 exactly
+    /// the extensive parameters each policy page lists change, each by the rate.
+    #[test]
+    fn scaled_changes_exactly_the_extensive_parameters() {
+        let expected: &[(&str, &[&str])] = &[
+            ("all-fast", &[]),
+            ("first-touch", &[]),
+            ("autonuma", &[]),
+            ("oracle", &["first_epoch_accesses"]),
+            ("oracle-static", &[]),
+            ("damon-tiering", &["quota_bytes"]),
+            ("linux-tiering", &["promote_rate_limit_mbps"]),
+            ("tpp", &[]),
+            ("hemem", &["cooling_pages", "kswapd_migrate_rate_mb"]),
+            (
+                "autotiering",
+                &[
+                    "pool_max_huge_pages",
+                    "pool_max_pages",
+                    "pool_min_huge_pages",
+                    "pool_min_pages",
+                ],
+            ),
+            (
+                "memtis",
+                &[
+                    "adapt_interval_samples",
+                    "cooling_interval_samples",
+                    "split_batch_huge_pages",
+                ],
+            ),
+            (
+                "freqtier",
+                &[
+                    "batch_samples",
+                    "monitor_sample_hz",
+                    "pagemap_batch_pages",
+                    "sampling_levels_hz",
+                ],
+            ),
+            ("multiclock", &["nr_scan_pages"]),
+            ("nimble", &["nr_promote_pages", "nr_scan_pages"]),
+            (
+                "chrono",
+                &["dcsc_min_samples", "min_victim_mb", "rate_limit_mbps"],
+            ),
+            (
+                "chrono-semiauto",
+                &["dcsc_min_samples", "min_victim_mb", "rate_limit_mbps"],
+            ),
+            ("pet", &["mis_demotion_penalty_us"]),
+            ("mglru-pd", &["promote_rate_limit_mbps"]),
+            ("thermostat", &["slow_access_penalty_us"]),
+        ];
+        assert_eq!(
+            expected.len(),
+            PolicyConfig::names().len(),
+            "every policy decides"
+        );
+        let flat = |c: &PolicyConfig| serde_json::to_value(c).unwrap();
+        for (name, fields) in expected {
+            let c = PolicyConfig::default_for(name).unwrap();
+            assert_eq!(c.scaled(SpaceScale::EXACT), c, "{name}");
+            let (a, b) = (flat(&c), flat(&c.scaled(SpaceScale::new(1.0 / 64.0))));
+            let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+            let mut changed: Vec<&str> = a
+                .keys()
+                .filter(|k| a[*k] != b[*k])
+                .map(|k| k.as_str())
+                .collect();
+            changed.sort();
+            assert_eq!(&changed, fields, "{name}");
+            // Counts shrink (by the rate, but never to 0); penalties per sampled event grow.
+            for f in *fields {
+                let (x, y) = (&a[*f], &b[*f]);
+                if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                    // An integer count: rounded, and never below 1.
+                    assert_eq!(y, ((x as f64 / 64.0).round() as u64).max(1), "{name}.{f}");
+                } else if let (Some(x), Some(y)) = (x.as_f64(), y.as_f64()) {
+                    let want = if f.ends_with("_us") {
+                        x * 64.0
+                    } else {
+                        x / 64.0
+                    };
+                    assert!((y / want - 1.0).abs() < 1e-9, "{name}.{f}: {x} -> {y}");
+                }
+            }
+        }
     }
 }

@@ -431,6 +431,16 @@ impl Policy for LinuxTiering {
     }
 }
 
+impl LinuxTieringConfig {
+    /// Sampled simulation: the promotion rate limit (MB/s of promoted memory) scales.
+    /// The hot threshold (ms), the NUMA scanner's address-space step (MB of virtual
+    /// range, which keeps its shape) and kswapd's batch (SWAP_CLUSTER_MAX, a reclaim
+    /// granularity bounded by the watermarks, which scale themselves) do not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.promote_rate_limit_mbps = s.count(self.promote_rate_limit_mbps);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -540,6 +540,14 @@ impl Policy for MglruPd {
     }
 }
 
+impl MglruPdConfig {
+    /// Sampled simulation: the promotion rate limit (MB/s) scales; the hot threshold,
+    /// the aging interval and the generation count do not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.promote_rate_limit_mbps = s.count(self.promote_rate_limit_mbps);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

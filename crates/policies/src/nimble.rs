@@ -297,6 +297,15 @@ impl Policy for Nimble {
     }
 }
 
+impl NimbleConfig {
+    /// Sampled simulation: the pages scanned and promoted per run scale; the interval
+    /// does not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.nr_scan_pages = s.count(self.nr_scan_pages);
+        self.nr_promote_pages = s.count(self.nr_promote_pages);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

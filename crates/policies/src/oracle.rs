@@ -458,6 +458,14 @@ impl Policy for OracleStatic {
     }
 }
 
+impl OracleConfig {
+    /// Sampled simulation: `first_epoch_accesses` counts accesses of the (sampled)
+    /// stream, so it scales; `epoch_ms` is time and does not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.first_epoch_accesses = s.count(self.first_epoch_accesses);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -466,6 +466,16 @@ impl Policy for Thermostat {
     }
 }
 
+impl ThermostatConfig {
+    /// Sampled simulation: the slow-access budget is accesses per second of the whole
+    /// machine; each sampled fault stands for 1/rate accesses, so each costs the budget
+    /// 1/rate times the penalty. The sampled share of regions, the poisoned pages per
+    /// 2 MiB region (a region keeps its shape) and the periods do not scale.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.slow_access_penalty_us /= s.rate();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

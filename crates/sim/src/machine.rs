@@ -1229,8 +1229,8 @@ impl Machine {
                 chunks.clear();
                 for_sampled_chunks(&sampler, pid as u32, v, |range| chunks.push(range));
                 for range in chunks.drain(..) {
-                    let mut index = base + range.start as u64;
-                    for p in &mut v.pages[range] {
+                    let first = base + range.start as u64;
+                    for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
                         let c = p.epoch_accesses;
                         let fast = p.tier == 0;
                         let hot = c > threshold
@@ -1246,7 +1246,6 @@ impl Machine {
                                 c as u64;
                         }
                         p.epoch_accesses = 0;
-                        index += 1;
                     }
                 }
             }

@@ -1273,6 +1273,25 @@ impl Policy for FreqTier {
     }
 }
 
+impl FreqTierConfig {
+    /// Sampled simulation: the batch (samples of the whole machine), the sampling and
+    /// monitoring rates (FreqTier sets a target of samples per second of the whole
+    /// machine and derives the period from the event rate, so a fixed Hz on a machine
+    /// with 1/rate of the events would sample each page 1/rate times as often) and the
+    /// demotion scan's pagemap batch scale. Per-page thresholds, the Bloom filter's
+    /// shape (sized from the fast tier, which scales itself), times and percentages do
+    /// not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.batch_samples = s.count(self.batch_samples);
+        for hz in &mut self.sampling_levels_hz {
+            *hz = s.count(*hz);
+        }
+        self.sampling_levels_hz.dedup();
+        self.monitor_sample_hz = s.count(self.monitor_sample_hz);
+        self.pagemap_batch_pages = s.count(self.pagemap_batch_pages);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,20 @@ pub mod histogram;
 pub mod pages;
 pub mod sampler;
 pub mod split;
+
+impl MemtisConfig {
+    /// Sampled simulation: the adaptation and cooling intervals are counted in samples
+    /// of the whole machine and the split batch in huge pages, so they scale. The PEBS
+    /// period ladders (each sampled page sees all its own events), the CPU budget (a
+    /// share of one CPU, kept because each sample is charged 1/rate times its cost),
+    /// the histogram, alpha/beta and the watermark percentages do not.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.adapt_interval_samples = s.count(self.adapt_interval_samples);
+        self.cooling_interval_samples = s.count(self.cooling_interval_samples);
+        self.split_batch_huge_pages = s.count(self.split_batch_huge_pages);
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

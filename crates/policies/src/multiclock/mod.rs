@@ -27,6 +27,15 @@
 pub mod clock;
 pub mod lists;
 
+impl MultiClockConfig {
+    /// Sampled simulation: kpromoted's scan budget (pages per run) scales. The scan
+    /// interval and the lists' reference rules do not; kswapd's batch is a reclaim
+    /// granularity bounded by the watermarks, which scale themselves.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.nr_scan_pages = s.count(self.nr_scan_pages);
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests;
 

@@ -27,6 +27,18 @@
 pub mod pblock;
 pub mod promote;
 pub mod state;
+
+impl PetConfig {
+    /// Sampled simulation: R_promo is a budget of canary faults per second of the whole
+    /// machine; each sampled fault stands for 1/rate faults, so each costs the budget
+    /// 1/rate times the mis-demotion penalty (R_promo, th_total and th_block shrink by
+    /// the rate). P-block sizes are ranges of address space (which keeps its shape),
+    /// and intervals and percentages are intensive: none of them scale.
+    pub fn scale_space(&mut self, s: SpaceScale) {
+        self.mis_demotion_penalty_us /= s.rate();
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests;
 
