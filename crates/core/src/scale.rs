@@ -109,6 +109,12 @@ impl RegionSampler {
         self.mask == 0
     }
 
+    /// N: one region in every N is kept.
+    #[inline]
+    pub fn keeps_one_in(&self) -> u64 {
+        self.mask + 1
+    }
+
     /// True if the 2 MiB region holding `addr` in process `pid` is simulated.
     #[inline]
     pub fn keeps(&self, pid: u32, addr: u64) -> bool {

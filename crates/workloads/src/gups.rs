@@ -26,9 +26,10 @@
 use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common::{self, below};
+use crate::kept::{push_kept_page_writes, skip_to_kept, unit_f64, KeptElements};
 use crate::layout::{Layout, Mapping};
 use crate::{thread_rng, BATCH_OPS};
 
@@ -124,11 +125,27 @@ pub struct Gups {
     hot_first_element: u64,
     hot_elements: u64,
     hot: Bernoulli,
+    hot_probability: f64,
     gap_ns: u32,
     nr_threads: u32,
     mlp: f64,
     expected_accesses: u64,
     threads: Vec<ThreadState>,
+    /// Set by [`Workload::restrict_to`]: generate only the sampled regions.
+    restricted: Option<Restriction>,
+}
+
+/// What a sampled GUPS needs to draw kept updates directly (see [`crate::kept`]).
+#[derive(Debug, Clone)]
+struct Restriction {
+    sampler: RegionSampler,
+    kept: KeptElements,
+    kept_hot: u64,
+    kept_all: u64,
+    /// Probability that one update of the full stream lands in a kept region.
+    q: f64,
+    /// Probability that a kept update came from the hot branch.
+    hot_given_kept: f64,
 }
 
 impl Gups {
@@ -167,11 +184,13 @@ impl Gups {
             hot_first_element: hot_first_page * ELEMENTS_PER_PAGE,
             hot_elements: hot_pages * ELEMENTS_PER_PAGE,
             hot: Bernoulli::new(cfg.hot_probability).expect("validated probability"),
+            hot_probability: cfg.hot_probability,
             gap_ns: cfg.gap_ns,
             nr_threads: cfg.nr_threads,
             mlp: cfg.mlp,
             expected_accesses: pages + 2 * nr_updates,
             threads,
+            restricted: None,
         }
     }
 
@@ -208,6 +227,9 @@ impl Workload for Gups {
     fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
         if process != 0 || thread >= self.threads.len() {
             return;
+        }
+        if self.restricted.is_some() {
+            return self.fill_restricted(thread, out);
         }
         let base = self.table.addr;
         let t = &mut self.threads[thread];
@@ -248,8 +270,74 @@ impl Workload for Gups {
         t.updates_left -= n_upd;
     }
 
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        let kept = KeptElements::new(sampler, 0, self.table, ELEMENT_BYTES);
+        let (h0, h1) = (
+            self.hot_first_element,
+            self.hot_first_element + self.hot_elements,
+        );
+        let kept_hot = kept.count_in(h0, h1);
+        let kept_all = kept.count_in(0, self.nr_elements);
+        let p = self.hot_probability;
+        let from_hot = p * kept_hot as f64 / self.hot_elements as f64;
+        let q = from_hot + (1.0 - p) * kept_all as f64 / self.nr_elements as f64;
+        self.restricted = Some(Restriction {
+            sampler: *sampler,
+            kept,
+            kept_hot,
+            kept_all,
+            q,
+            hot_given_kept: if q > 0.0 { from_hot / q } else { 0.0 },
+        });
+        true
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
+        if self.restricted.is_some() {
+            return None;
+        }
         Some(self.expected_accesses)
+    }
+}
+
+impl Gups {
+    /// [`Workload::fill`] of a restricted GUPS: the full stream's law with the
+    /// unsampled regions' accesses left out. Init writes only kept pages; updates jump
+    /// over the dropped ones by a geometric skip, then draw a kept element from the hot
+    /// branch or the uniform one with the probabilities conditioned on being kept.
+    fn fill_restricted(&mut self, thread: usize, out: &mut Vec<Op>) {
+        let r = self.restricted.as_ref().expect("restricted");
+        let base = self.table.addr;
+        let t = &mut self.threads[thread];
+        out.reserve(BATCH_OPS);
+
+        push_kept_page_writes(&r.sampler, 0, base, &mut t.init_next, t.init_end, out);
+
+        while t.updates_left > 0 && out.len() + 2 <= BATCH_OPS {
+            let skip = skip_to_kept(&mut t.rng, r.q);
+            if skip > t.updates_left {
+                t.updates_left = 0;
+                break;
+            }
+            t.updates_left -= skip;
+            let element = if unit_f64(&mut t.rng) < r.hot_given_kept {
+                r.kept
+                    .nth_from(self.hot_first_element, below(&mut t.rng, r.kept_hot))
+            } else {
+                r.kept.nth_from(0, below(&mut t.rng, r.kept_all))
+            };
+            let addr = base + element * ELEMENT_BYTES;
+            out.push(Op::Access {
+                addr,
+                write: false,
+                gap_ns: self.gap_ns,
+            });
+            out.push(Op::Access {
+                addr,
+                write: true,
+                gap_ns: 0,
+            });
+        }
     }
 }
 
@@ -355,6 +443,37 @@ mod tests {
             (measured - expected).abs() < 0.01,
             "hot share {measured}, expected {expected}"
         );
+    }
+
+    #[test]
+    fn restricted_generation_keeps_the_filtered_law() {
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(1.0 / 4.0), 11);
+        let cfg = GupsConfig {
+            footprint_mib: 128,
+            nr_updates: 2_000_000,
+            nr_threads: 2,
+            gap_ns: 5,
+            ..GupsConfig::default()
+        };
+        crate::testutil::check_restricted(&|| Box::new(Gups::new(&cfg, 4)), &sampler, 0.01);
+        // Init writes exactly the kept pages of each thread's share, in order.
+        let mut w = Gups::new(&cfg, 4);
+        let table = w.table();
+        assert!(w.restrict_to(&sampler));
+        let d = drain(&mut w);
+        let init: Vec<u64> = d.streams[0]
+            .iter()
+            .flat_map(|s| {
+                accesses(s)
+                    .take_while(|&(_, w, g)| w && g == 0)
+                    .map(|a| a.0)
+            })
+            .collect();
+        let want: Vec<u64> = (0..table.len / PAGE_SIZE)
+            .map(|p| table.addr + p * PAGE_SIZE)
+            .filter(|&a| sampler.keeps(0, a))
+            .collect();
+        assert_eq!(init, want);
     }
 
     #[test]

@@ -51,6 +51,7 @@ pub mod xgboost;
 pub mod xsbench;
 pub mod ycsb;
 // registry: modules (one `pub mod name;` line per workload, sorted)
+pub mod kept;
 pub mod layout;
 pub mod pmbench;
 pub mod zipf;
@@ -416,6 +417,67 @@ pub(crate) mod testutil {
             }
         }
         assert_eq!(w.expected_accesses(), Some(n));
+    }
+
+    /// Restricted generation keeps the law of the filtered stream
+    /// ([`Workload::restrict_to`]'s contract): for every thread, a workload restricted
+    /// to `sampler` and the same workload's full stream filtered by it give access
+    /// counts within `tol` (relative), the same share of accesses per kept 2 MiB
+    /// region, of writes and of accesses with a compute gap (each within `tol`,
+    /// absolute), and nothing outside the kept regions.
+    pub fn check_restricted(
+        make: &dyn Fn() -> Box<dyn Workload>,
+        sampler: &tierkit_core::RegionSampler,
+        tol: f64,
+    ) {
+        use std::collections::BTreeMap;
+        let full = drain(make().as_mut());
+        let mut w = make();
+        assert!(w.restrict_to(sampler), "the workload restricts itself");
+        let restricted = drain(w.as_mut());
+        assert_eq!(full.mappings, restricted.mappings, "mappings are unchanged");
+        // (accesses, writes, gapped, per-region counts) of one thread's kept accesses.
+        let profile = |pid: usize, ops: &[Op], filter: bool| {
+            let mut regions = BTreeMap::<u64, u64>::new();
+            let (mut n, mut writes, mut gapped) = (0u64, 0u64, 0u64);
+            for (addr, write, gap) in accesses(ops) {
+                let kept = sampler.keeps(pid as u32, addr);
+                if filter && !kept {
+                    continue;
+                }
+                assert!(kept, "restricted access {addr:#x} outside the kept regions");
+                n += 1;
+                writes += write as u64;
+                gapped += (gap > 0) as u64;
+                *regions
+                    .entry(addr >> tierkit_core::HUGE_PAGE_SHIFT)
+                    .or_default() += 1;
+            }
+            (n, writes, gapped, regions)
+        };
+        for (pid, threads) in full.streams.iter().enumerate() {
+            for (t, ops) in threads.iter().enumerate() {
+                let (nf, wf, gf, rf) = profile(pid, ops, true);
+                let (nr, wr, gr, rr) = profile(pid, &restricted.streams[pid][t], false);
+                assert!(nf > 0, "the test's sample must keep accesses");
+                let rel = (nr as f64 / nf as f64 - 1.0).abs();
+                assert!(
+                    rel < tol,
+                    "thread {pid}/{t}: {nr} accesses vs {nf} filtered"
+                );
+                let share = |x: u64, n: u64| x as f64 / n.max(1) as f64;
+                assert!((share(wr, nr) - share(wf, nf)).abs() < tol, "write share");
+                assert!((share(gr, nr) - share(gf, nf)).abs() < tol, "gapped share");
+                for region in rf.keys().chain(rr.keys()) {
+                    let a = share(*rf.get(region).unwrap_or(&0), nf);
+                    let b = share(*rr.get(region).unwrap_or(&0), nr);
+                    assert!(
+                        (a - b).abs() < tol,
+                        "thread {pid}/{t} region {region:#x}: share {b} vs {a} filtered"
+                    );
+                }
+            }
+        }
     }
 
     /// The accesses of a stream as `(addr, write, gap_ns)`.

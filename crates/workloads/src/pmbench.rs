@@ -30,9 +30,10 @@ use rand::distributions::{Bernoulli, Distribution};
 use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common::{self, below};
+use crate::kept::{push_kept_page_writes, skip_to_kept, AliasTable, KeptElements};
 use crate::layout::{Layout, Mapping};
 use crate::{thread_rng, BATCH_OPS};
 
@@ -154,6 +155,23 @@ pub struct Pmbench {
     mlp: f64,
     expected_accesses: u64,
     threads: Vec<ThreadState>,
+    /// Process id the instance runs as (the sampler's `pid`).
+    process: usize,
+    /// Set by [`Workload::restrict_to`]: generate only the sampled regions.
+    restricted: Option<Restriction>,
+}
+
+/// What a sampled pmbench needs to draw kept accesses directly (see [`crate::kept`]).
+#[derive(Debug, Clone)]
+struct Restriction {
+    sampler: RegionSampler,
+    kept: KeptElements,
+    nr_kept: u64,
+    /// `normal_ih`: draws the `i`-th kept page by its probability (`None` for
+    /// `uniform`, where every kept page is equally likely).
+    table: Option<AliasTable>,
+    /// Probability that one access of the full stream lands in a kept region.
+    q: f64,
 }
 
 impl Pmbench {
@@ -206,6 +224,8 @@ impl Pmbench {
             mlp: cfg.mlp,
             expected_accesses: pages + nr_accesses,
             threads,
+            process,
+            restricted: None,
         }
     }
 
@@ -244,7 +264,37 @@ impl Workload for Pmbench {
         }
     }
 
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        let kept = KeptElements::new(sampler, self.process as u32, self.region, PAGE_SIZE);
+        let nr_kept = kept.count_in(0, self.pages);
+        let (table, q) = match self.pattern {
+            PmbenchPattern::Uniform => (None, nr_kept as f64 / self.pages as f64),
+            PmbenchPattern::NormalIh => {
+                let weights: Vec<f64> = kept
+                    .runs()
+                    .iter()
+                    .flat_map(|&(a, b)| a..b)
+                    .map(|page| self.normal_ih_probability(page))
+                    .collect();
+                let table = AliasTable::new(&weights);
+                let q = table.as_ref().map_or(0.0, AliasTable::total);
+                (table, q)
+            }
+        };
+        self.restricted = Some(Restriction {
+            sampler: *sampler,
+            kept,
+            nr_kept,
+            table,
+            q,
+        });
+        true
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
+        if self.restricted.is_some() {
+            return None;
+        }
         Some(self.expected_accesses)
     }
 }
@@ -275,6 +325,9 @@ impl Pmbench {
     pub(crate) fn fill_thread(&mut self, thread: usize, out: &mut Vec<Op>) {
         if thread >= self.threads.len() {
             return;
+        }
+        if self.restricted.is_some() {
+            return self.fill_restricted(thread, out);
         }
         out.reserve(BATCH_OPS);
         let base = self.region.addr;
@@ -315,6 +368,71 @@ impl Pmbench {
         }
         t.accesses_left -= n;
     }
+
+    /// `normal_ih`'s probability of `page`: the Gaussian's mass over every integer
+    /// index that [`reflect`] folds onto `page` (period `2 · pages`).
+    fn normal_ih_probability(&self, page: u64) -> f64 {
+        let (c, s, n) = (self.centre_page, self.stddev_pages, self.pages as f64);
+        // Mass of floor(c + s·z) = j, i.e. z in [(j - c)/s, (j + 1 - c)/s).
+        let mass = |j: f64| normal_mass((j - c) / s, (j + 1.0 - c) / s);
+        // Folds beyond 8 periods each side lie more than 16 standard deviations away
+        // (the stddev is at most the region).
+        (-8..=8)
+            .map(|m| {
+                let shift = 2.0 * n * m as f64;
+                mass(shift + page as f64) + mass(shift + 2.0 * n - 1.0 - page as f64)
+            })
+            .sum()
+    }
+
+    /// [`Pmbench::fill_thread`] of a restricted instance: the full stream's law with
+    /// the unsampled regions' accesses left out. Init writes only kept pages; the
+    /// measured accesses jump over the dropped ones by a geometric skip (the in-page
+    /// offset advances for every skipped access, as in the full stream), then draw a
+    /// kept page with its probability conditioned on being kept.
+    fn fill_restricted(&mut self, thread: usize, out: &mut Vec<Op>) {
+        let r = self.restricted.as_ref().expect("restricted");
+        let base = self.region.addr;
+        let pid = self.process as u32;
+        let t = &mut self.threads[thread];
+        out.reserve(BATCH_OPS);
+        push_kept_page_writes(&r.sampler, pid, base, &mut t.init_next, t.init_end, out);
+        while t.accesses_left > 0 && out.len() < BATCH_OPS {
+            let skip = skip_to_kept(&mut t.rng, r.q);
+            if skip > t.accesses_left {
+                t.accesses_left = 0;
+                break;
+            }
+            t.accesses_left -= skip;
+            // The offset of the skip-th access: skip - 1 strides after the current one.
+            let offset = (t.offset + ((skip - 1) % PAGE_SIZE) * self.stride_bytes) % PAGE_SIZE;
+            let i = match &r.table {
+                Some(table) => table.sample(&mut t.rng) as u64,
+                None => below(&mut t.rng, r.nr_kept),
+            };
+            let page = r.kept.nth_from(0, i);
+            out.push(Op::Access {
+                addr: base + page * PAGE_SIZE + offset,
+                write: !self.read.sample(&mut t.rng),
+                gap_ns: self.delay_ns,
+            });
+            t.offset = (offset + self.stride_bytes) % PAGE_SIZE;
+        }
+    }
+}
+
+/// P(a <= Z < b) for a standard normal Z, accurate in both tails (complementary
+/// error functions rather than a difference of CDFs near 1).
+fn normal_mass(a: f64, b: f64) -> f64 {
+    let r = std::f64::consts::FRAC_1_SQRT_2;
+    let m = if a >= 0.0 {
+        0.5 * (libm::erfc(a * r) - libm::erfc(b * r))
+    } else if b <= 0.0 {
+        0.5 * (libm::erfc(-b * r) - libm::erfc(-a * r))
+    } else {
+        1.0 - 0.5 * libm::erfc(-a * r) - 0.5 * libm::erfc(b * r)
+    };
+    m.max(0.0)
 }
 
 #[cfg(test)]
@@ -444,6 +562,35 @@ mod tests {
         let acc = measured(&mut w);
         let reads = acc.iter().filter(|a| !a.1).count() as f64 / acc.len() as f64;
         assert!((reads - 0.5).abs() < 0.01, "read share {reads}");
+    }
+
+    #[test]
+    fn restricted_generation_keeps_the_filtered_law() {
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(1.0 / 4.0), 5);
+        for pattern in [PmbenchPattern::NormalIh, PmbenchPattern::Uniform] {
+            let cfg = PmbenchConfig {
+                pattern,
+                read_ratio: 0.7,
+                stride_bytes: 192,
+                ..small(128, 2_000_000, 2)
+            };
+            crate::testutil::check_restricted(&|| Box::new(Pmbench::new(&cfg, 8)), &sampler, 0.01);
+        }
+    }
+
+    #[test]
+    fn normal_ih_probabilities_sum_to_one() {
+        for stddev_fraction in [0.125, 0.6, 1.0] {
+            let w = Pmbench::new(
+                &PmbenchConfig {
+                    stddev_fraction,
+                    ..small(8, 0, 1)
+                },
+                1,
+            );
+            let total: f64 = (0..w.pages).map(|p| w.normal_ih_probability(p)).sum();
+            assert!((total - 1.0).abs() < 1e-9, "{stddev_fraction}: {total}");
+        }
     }
 
     #[test]

@@ -163,6 +163,33 @@ impl Zipfian {
         }
     }
 
+    /// The interval `[lo, hi)` of the uniform draw `u` that [`Zipfian::sample`] maps
+    /// to `rank`: its length is the probability the sampler (not exact Zipf) gives
+    /// `rank`. Sampled simulation draws from these intervals to generate only the
+    /// ranks it keeps, with the sampler's own law.
+    pub fn rank_interval(&self, rank: u64) -> (f64, f64) {
+        let n = self.n;
+        if n == 1 {
+            return (0.0, 1.0);
+        }
+        let z = self.zeta_n;
+        let rank2_start = (self.rank1_limit / z).min(1.0);
+        match rank {
+            0 => (0.0, (1.0 / z).min(1.0)),
+            1 => ((1.0 / z).min(1.0), if n == 2 { 1.0 } else { rank2_start }),
+            r => {
+                // sample() returns >= r iff n·(eta·u − eta + 1)^alpha >= r, i.e.
+                // u >= ((r/n)^(1−theta) − 1 + eta) / eta.
+                let at_least = |r: u64| {
+                    (((r as f64 / n as f64).powf(1.0 - self.theta) - 1.0 + self.eta) / self.eta)
+                        .clamp(rank2_start, 1.0)
+                };
+                let hi = if r + 1 >= n { 1.0 } else { at_least(r + 1) };
+                (at_least(r).min(hi), hi)
+            }
+        }
+    }
+
     /// Draw a rank in `[0, n)`; rank 0 is the most popular.
     #[inline]
     pub fn sample<R: RngCore + ?Sized>(&self, rng: &mut R) -> u64 {
@@ -224,6 +251,35 @@ mod tests {
 
     fn rng(seed: u64) -> Xoshiro256PlusPlus {
         Xoshiro256PlusPlus::seed_from_u64(seed)
+    }
+
+    #[test]
+    fn rank_intervals_tile_the_unit_interval_and_give_the_samplers_law() {
+        for (n, theta) in [(1u64, 0.5), (2, 0.9), (3, 0.99), (1000, 0.99), (50, 0.3)] {
+            let z = Zipfian::new(n, theta);
+            let mut end = 0.0;
+            for r in 0..n {
+                let (lo, hi) = z.rank_interval(r);
+                assert!((lo - end).abs() < 1e-12 && hi >= lo, "n {n} rank {r}");
+                end = hi;
+            }
+            assert!((end - 1.0).abs() < 1e-12);
+        }
+        // Empirical frequencies of the sampler match the intervals' lengths.
+        let z = Zipfian::new(100, 0.99);
+        let mut r = rng(5);
+        let draws = 1_000_000;
+        let mut counts = vec![0u64; 100];
+        for _ in 0..draws {
+            counts[z.sample(&mut r) as usize] += 1;
+        }
+        for (rank, &c) in counts.iter().enumerate() {
+            let (lo, hi) = z.rank_interval(rank as u64);
+            let p = hi - lo;
+            let sd = (p * (1.0 - p) / draws as f64).sqrt();
+            let f = c as f64 / draws as f64;
+            assert!((f - p).abs() < 5.0 * sd + 1e-6, "rank {rank}: {f} vs {p}");
+        }
     }
 
     #[test]

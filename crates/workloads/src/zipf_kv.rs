@@ -18,9 +18,10 @@
 use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, Workload, WorkloadShape, CACHE_LINE};
+use tierkit_core::{Op, ProcessShape, RegionSampler, Workload, WorkloadShape, CACHE_LINE};
 
 use crate::common;
+use crate::kept::{skip_to_kept, AliasTable};
 use crate::kv::{self, KvStore};
 use crate::layout::{Layout, Mapping};
 use crate::zipf::{fnv1a64, Zipfian};
@@ -134,6 +135,27 @@ pub struct ZipfKv {
     mlp: f64,
     expected_accesses: u64,
     threads: Vec<ThreadState>,
+    /// Set by [`Workload::restrict_to`]: generate only the sampled regions.
+    restricted: Option<Restriction>,
+}
+
+/// Restricted generation keeps one entry per kept rank; beyond this many (about
+/// 2 · rate · nr_records) the workload lets the machine filter instead, to bound the
+/// table's memory (16 bytes per entry).
+const MAX_KEPT_RANKS: u64 = 8 << 20;
+
+/// What a sampled zipf-kv needs to draw kept operations directly (see [`crate::kept`]).
+#[derive(Debug, Clone)]
+struct Restriction {
+    sampler: RegionSampler,
+    /// Every rank whose bucket or record a kept region holds, as
+    /// `rank << 2 | bucket_kept << 1 | record_kept`, in rank order.
+    ranks: Vec<u64>,
+    /// Draws an entry of `ranks` by its probability under the sampler's law (`None`
+    /// when no key lives in a kept region, so every operation is dropped).
+    table: Option<AliasTable>,
+    /// Probability that one operation of the full stream touches a kept region.
+    q: f64,
 }
 
 impl ZipfKv {
@@ -174,6 +196,7 @@ impl ZipfKv {
             mlp: cfg.mlp,
             expected_accesses: 2 * nr_records + nr_ops * (1 + lines_per_op),
             threads,
+            restricted: None,
         }
     }
 
@@ -238,6 +261,9 @@ impl Workload for ZipfKv {
         if process != 0 || thread >= self.threads.len() {
             return;
         }
+        if self.restricted.is_some() {
+            return self.fill_restricted(thread, out);
+        }
         out.reserve(BATCH_OPS);
         let mut t = self.threads[thread].clone();
 
@@ -275,8 +301,102 @@ impl Workload for ZipfKv {
         self.threads[thread] = t;
     }
 
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        let kept_share = 1.0 / (sampler.keeps_one_in() as f64);
+        if 2.0 * kept_share * self.nr_records as f64 > MAX_KEPT_RANKS as f64 {
+            return false;
+        }
+        let (mut ranks, mut weights) = (Vec::new(), Vec::new());
+        for rank in 0..self.nr_records {
+            let key = self.key_of_rank(rank);
+            let bucket = sampler.keeps(0, self.bucket_addr(key));
+            let record = sampler.keeps(0, self.record_addr(key));
+            if bucket || record {
+                let (lo, hi) = self.zipf.rank_interval(rank);
+                ranks.push(rank << 2 | (bucket as u64) << 1 | record as u64);
+                weights.push(hi - lo);
+            }
+        }
+        let table = AliasTable::new(&weights);
+        self.restricted = Some(Restriction {
+            sampler: *sampler,
+            ranks,
+            q: table.as_ref().map_or(0.0, AliasTable::total),
+            table,
+        });
+        true
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
+        if self.restricted.is_some() {
+            return None;
+        }
         Some(self.expected_accesses)
+    }
+}
+
+impl ZipfKv {
+    /// [`Workload::fill`] of a restricted zipf-kv: the full stream's law with the
+    /// unsampled regions' accesses left out. The load writes only kept records and
+    /// buckets; operations jump over those that touch no kept region by a geometric
+    /// skip, then draw a kept rank with the sampler's probability conditioned on being
+    /// kept and emit its kept accesses (a record read keeps no gap when its bucket
+    /// read, which carries the operation's gap, is dropped).
+    fn fill_restricted(&mut self, thread: usize, out: &mut Vec<Op>) {
+        let r = self.restricted.as_ref().expect("restricted");
+        let t = &mut self.threads[thread];
+        out.reserve(BATCH_OPS);
+        let per_op = (1 + self.lines_per_op) as usize;
+        while t.load_next < t.load_end && out.len() + 2 <= BATCH_OPS {
+            let key = t.load_next;
+            // The load's order: record header, then bucket.
+            for addr in [self.store.record_addr(key), self.store.bucket_addr(key)] {
+                if r.sampler.keeps(0, addr) {
+                    out.push(Op::Access {
+                        addr,
+                        write: true,
+                        gap_ns: 0,
+                    });
+                }
+            }
+            t.load_next += 1;
+        }
+        while t.ops_left > 0 && out.len() + per_op <= BATCH_OPS {
+            let skip = skip_to_kept(&mut t.rng, r.q);
+            let Some(table) = r.table.as_ref().filter(|_| skip <= t.ops_left) else {
+                t.ops_left = 0;
+                break;
+            };
+            t.ops_left -= skip;
+            let entry = r.ranks[table.sample(&mut t.rng)];
+            let key = if self.scrambled {
+                fnv1a64(entry >> 2) % self.nr_records
+            } else {
+                entry >> 2
+            };
+            if entry & 2 != 0 {
+                out.push(Op::Access {
+                    addr: self.store.bucket_addr(key),
+                    write: false,
+                    gap_ns: self.gap_ns,
+                });
+            }
+            if entry & 1 != 0 {
+                let rec = self.store.record_addr(key);
+                out.push(Op::Access {
+                    addr: rec,
+                    write: !self.read.sample(&mut t.rng),
+                    gap_ns: 0,
+                });
+                for line in 1..self.lines_per_op {
+                    out.push(Op::Access {
+                        addr: rec + line * CACHE_LINE,
+                        write: false,
+                        gap_ns: 0,
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -301,6 +421,20 @@ mod tests {
         acc.chunks((1 + w.lines_per_op) as usize)
             .map(|c| c.to_vec())
             .collect()
+    }
+
+    #[test]
+    fn restricted_generation_keeps_the_filtered_law() {
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(1.0 / 4.0), 3);
+        for scrambled in [true, false] {
+            let cfg = ZipfKvConfig {
+                scrambled,
+                read_proportion: 0.8,
+                lines_per_op: 3,
+                ..small(131_072, 1_000_000, 2)
+            };
+            crate::testutil::check_restricted(&|| Box::new(ZipfKv::new(&cfg, 6)), &sampler, 0.01);
+        }
     }
 
     #[test]
