@@ -9,6 +9,7 @@ pub mod bench;
 pub mod compare;
 pub mod list;
 pub mod live_cmd;
+pub mod output;
 pub mod run;
 pub mod run_config;
 pub mod trace_cmd;

@@ -80,6 +80,9 @@ enum Command {
         /// Output directory; rerunning into it reuses finished runs.
         #[arg(long, default_value = "tierkit-compare")]
         out: PathBuf,
+        /// Write into --out even if it holds files tierkit compare did not write.
+        #[arg(long)]
+        force: bool,
         /// Run the matrix exactly and at each of --rates, and report per policy how far
         /// sampled simulation moves slowdown, fast-access ratio, F1 and promotions
         /// (docs/sampling.md).
@@ -204,6 +207,7 @@ fn real_main() -> Result<()> {
             seed,
             jobs,
             out,
+            force,
             validate_sampling,
             rates,
         } => {
@@ -227,6 +231,7 @@ fn real_main() -> Result<()> {
                 jobs: jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 out,
+                force,
                 progress: std::io::stderr().is_terminal(),
             };
             if validate_sampling {

@@ -9,7 +9,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -19,6 +19,7 @@ use clap::Subcommand;
 use tierkit_workloads::trace::import::{import, ImportFormat, ImportOptions, ImportStats};
 use tierkit_workloads::trace::{self, TraceStats};
 
+use crate::output;
 use crate::run_config::{self, RunArgs};
 
 /// The `tierkit trace` subcommands.
@@ -38,6 +39,9 @@ pub enum TraceCommand {
         /// The trace file to write.
         #[arg(long)]
         out: PathBuf,
+        /// Overwrite --out if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Convert a trace of another tool into a native trace.
     Import {
@@ -49,6 +53,9 @@ pub enum TraceCommand {
         /// The trace file to write.
         #[arg(long)]
         out: PathBuf,
+        /// Overwrite --out if it exists.
+        #[arg(long)]
+        force: bool,
         /// Memory-level parallelism of the imported processes, in [1, 64]. Default 1.
         #[arg(long)]
         mlp: Option<f64>,
@@ -67,6 +74,9 @@ pub enum TraceCommand {
         /// The trace file to write.
         #[arg(long)]
         out: PathBuf,
+        /// Overwrite --out (and --keep-log) if they exist.
+        #[arg(long)]
+        force: bool,
         /// Memory-level parallelism of the program, in [1, 64]. Default 1.
         #[arg(long)]
         mlp: Option<f64>,
@@ -95,7 +105,9 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             sets,
             seed,
             out,
+            force,
         } => {
+            output::check_target(&out, &[], force)?;
             let start = Instant::now();
             let stats = record(&workload, &sets, seed, &out)?;
             println!("{}", summary_line(&out, &stats, start));
@@ -104,11 +116,13 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             format,
             input,
             out,
+            force,
             mlp,
             ns_per_instruction,
             damo_accesses_per_sample,
             damo_no_init_touch,
         } => {
+            output::check_target(&out, &[&input], force)?;
             let format: ImportFormat = format.parse().map_err(|e: String| anyhow!(e))?;
             let mut opts = options(mlp, ns_per_instruction);
             if let Some(d) = damo_accesses_per_sample {
@@ -122,6 +136,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
         }
         TraceCommand::Capture {
             out,
+            force,
             mlp,
             ns_per_instruction,
             keep_log,
@@ -129,6 +144,10 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
         } => {
             let valgrind =
                 std::env::var_os("TIERKIT_VALGRIND").unwrap_or_else(|| "valgrind".into());
+            output::check_target(&out, &[], force)?;
+            if let Some(log) = &keep_log {
+                output::check_target(log, &[&out], force)?;
+            }
             let opts = options(mlp, ns_per_instruction);
             let start = Instant::now();
             let stats = capture(&valgrind, &command, &out, keep_log.as_deref(), opts)?;
@@ -150,7 +169,8 @@ fn options(mlp: Option<f64>, ns_per_instruction: Option<f64>) -> ImportOptions {
     o
 }
 
-/// Record workload `name` (with `--set` overrides and `seed`) into `out`.
+/// Record workload `name` (with `--set` overrides and `seed`) into `out`, atomically
+/// (see [`output::write_atomically`]).
 pub fn record(name: &str, sets: &[String], seed: Option<u64>, out: &Path) -> Result<TraceStats> {
     let cfg = run_config::build(&RunArgs {
         workload: Some(name.to_string()),
@@ -165,14 +185,15 @@ pub fn record(name: &str, sets: &[String], seed: Option<u64>, out: &Path) -> Res
         cfg.seed,
         serde_json::to_string(&cfg.workload).unwrap_or_default()
     );
-    write_atomically(out, |f| {
+    output::write_atomically(out, |f| {
         trace::record(w.as_mut(), f, &description)
             .map(|(_, s)| s)
             .map_err(|e| anyhow!(e))
     })
 }
 
-/// Import `input` (in `format`) into `out`.
+/// Import `input` (in `format`) into `out`, atomically: on failure `out` is left as it
+/// was (see [`output::write_atomically`]).
 pub fn import_file(
     format: ImportFormat,
     input: &Path,
@@ -181,22 +202,11 @@ pub fn import_file(
 ) -> Result<ImportStats> {
     let f = File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
     let reader = BufReader::with_capacity(1 << 20, f);
-    write_atomically(out, |o| {
+    output::write_atomically(out, |o| {
         import(format, reader, o, opts)
             .map(|(_, s)| s)
             .map_err(|e| anyhow!("{}: {e}", input.display()))
     })
-}
-
-/// Write `out` through `f`, removing it again if `f` fails so that no partial
-/// trace is left behind.
-fn write_atomically<T>(out: &Path, f: impl FnOnce(BufWriter<File>) -> Result<T>) -> Result<T> {
-    let file = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let r = f(BufWriter::with_capacity(1 << 20, file));
-    if r.is_err() {
-        let _ = std::fs::remove_file(out);
-    }
-    r
 }
 
 /// Run `command` under `valgrind` (lackey, memory and syscall tracing) and convert

@@ -210,6 +210,44 @@ fn invalid_matrices_are_refused_before_any_run() {
     }
 }
 
+/// Issue 16: compare does not overwrite files it did not write. A directory holding
+/// a user's report.html is refused without --force, and the file is untouched.
+#[test]
+fn compare_refuses_an_out_dir_of_someone_elses_files() {
+    let dir = scratch("foreign");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("report.html"), "my own report").unwrap();
+    let out = tierkit()
+        .args([
+            "compare",
+            "--policies",
+            "first-touch",
+            "--workloads",
+            "gups",
+        ])
+        .args([
+            "--set",
+            "workload.nr_updates=1000",
+            "--set",
+            "workload.footprint_mib=8",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--force") && err.contains("did not write"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report.html")).unwrap(),
+        "my own report"
+    );
+    assert!(!dir.join("runs").exists());
+}
+
 /// Sampled simulation stays within its bounds (issue 15, docs/sampling.md): on 4 GiB
 /// GUPS and pmbench at 1/8 and 1/64, the median error in slowdown of every validated
 /// policy is at most 1% and the largest at most 3%. The matrix, the command and the

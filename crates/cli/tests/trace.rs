@@ -341,3 +341,71 @@ fn a_real_program_is_captured_with_its_mappings_and_replayed() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Issue 16: nothing a user gave is lost. An output that is the input is refused and
+/// the input kept; an existing output is refused without --force; a failed import
+/// leaves an existing output as it was.
+#[test]
+fn trace_outputs_never_destroy_a_users_file() {
+    let d = scratch("keep");
+    let input = d.join("mine.txt");
+    std::fs::copy(data("sample.txt"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    for format in ["text", "lackey"] {
+        let e = fails(
+            tierkit()
+                .args(["trace", "import", "--format", format])
+                .arg(&input)
+                .arg("--out")
+                .arg(&input)
+                .arg("--force"),
+        );
+        assert!(e.contains("is the input") && e.lines().count() == 1, "{e}");
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            before,
+            "{format} import kept the input"
+        );
+    }
+    // An existing output: refused without --force, untouched by a failed import.
+    let out = d.join("out.tktrace");
+    std::fs::write(&out, "precious").unwrap();
+    let e = fails(
+        tierkit()
+            .args(["trace", "import", "--format", "text"])
+            .arg(&input)
+            .arg("--out")
+            .arg(&out),
+    );
+    assert!(e.contains("already exists") && e.contains("--force"), "{e}");
+    let e = fails(
+        tierkit()
+            .args(["trace", "record", "--workload", "gups", "--out"])
+            .arg(&out),
+    );
+    assert!(e.contains("already exists"), "{e}");
+    let bad = d.join("bad.txt");
+    std::fs::write(&bad, "this is not a trace\n").unwrap();
+    fails(
+        tierkit()
+            .args(["trace", "import", "--format", "text"])
+            .arg(&bad)
+            .arg("--out")
+            .arg(&out)
+            .arg("--force"),
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
+    // With --force a good import replaces it, and nothing partial is left beside it.
+    ok(tierkit()
+        .args(["trace", "import", "--format", "text"])
+        .arg(&input)
+        .arg("--out")
+        .arg(&out)
+        .arg("--force"));
+    assert_ne!(std::fs::read(&out).unwrap(), b"precious");
+    let names: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains("partial")), "{names:?}");
+}

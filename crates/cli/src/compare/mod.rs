@@ -100,6 +100,8 @@ pub struct CompareArgs {
     pub jobs: usize,
     /// `--out`.
     pub out: PathBuf,
+    /// `--force`: write into an `--out` that holds files tierkit did not write.
+    pub force: bool,
     /// Draw a progress bar (on a terminal).
     pub progress: bool,
 }
@@ -768,6 +770,38 @@ pub fn time_scale_note(rows: &[ResultRow]) -> Option<String> {
     })
 }
 
+/// The file that marks a directory as `tierkit compare` output, so a rerun may update
+/// it (resume) while any other directory's files are refused without `--force`.
+pub const OUT_MARKER: &str = ".tierkit-compare";
+
+/// Make `dir` ready for compare outputs: create it, or accept it if it is empty or
+/// tierkit's own (it holds [`OUT_MARKER`], or `runs/` from before the marker existed);
+/// refuse a non-empty directory of someone else's files unless `force`, since
+/// `results.csv`, `results.json` and `report.html` would overwrite theirs.
+pub fn prepare_out_dir(dir: &Path, force: bool) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--out {} is a file, not a directory; choose another --out",
+            dir.display()
+        );
+    }
+    let ours = dir.join(OUT_MARKER).exists() || dir.join("runs").is_dir();
+    let empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
+    if !force && !ours && !empty {
+        bail!(
+            "--out {} holds files tierkit compare did not write (its results.csv, results.json and report.html would replace any there); choose another --out or pass --force",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(
+        dir.join(OUT_MARKER),
+        "written by tierkit compare: a rerun into this directory reuses finished runs and rewrites the results\n",
+    )
+    .with_context(|| format!("cannot write in {}", dir.display()))?;
+    Ok(())
+}
+
 /// Run the comparison; returns the derived rows, the leaderboard text and the report
 /// path.
 pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf)> {
@@ -777,8 +811,7 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
     for n in &notices {
         eprintln!("note: {n}");
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    prepare_out_dir(&args.out, args.force)?;
     let bar = ProgressBar::with_draw_target(
         Some(runs.len() as u64),
         if args.progress {

@@ -195,7 +195,7 @@ pub fn validate_sampling(
     {
         bail!("--validate-sampling sets sim.sample_rate itself; remove it from --set");
     }
-    std::fs::create_dir_all(&args.out)?;
+    super::prepare_out_dir(&args.out, args.force)?;
     let run_at = |rate: &str| -> Result<Vec<ResultRow>> {
         let mut a = args.clone();
         a.sets.push(format!("sim.sample_rate=\"{rate}\""));
