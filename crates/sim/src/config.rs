@@ -271,7 +271,13 @@ pub struct ResolvedTiers {
 }
 
 impl MachineConfig {
-    /// Check the configuration without a workload.
+    /// Largest LLC the model accepts, MiB.
+    pub const MAX_LLC_MIB: u64 = 4096;
+    /// Largest LLC associativity the model accepts.
+    pub const MAX_LLC_WAYS: u32 = 1024;
+
+    /// Check the configuration without a workload; the error names the field and its
+    /// valid range.
     pub fn validate(&self) -> Result<(), SimError> {
         let tiers = self.tier_specs()?;
         if tiers.len() < 2 {
@@ -311,13 +317,27 @@ impl MachineConfig {
         }
         FastSize::parse(&self.fast)?;
         if self.llc_enabled {
-            let lines = self.llc_size_mib * MIB / tierkit_core::CACHE_LINE;
             if self.llc_ways == 0 || self.llc_size_mib == 0 {
                 return Err(SimError::Config {
                     what: "machine.llc_size_mib / llc_ways".into(),
                     why: "must be positive".into(),
                 });
             }
+            // The model keeps 8 bytes of tag state per line: 4 GiB of cache is 512 MiB
+            // of host memory, and far beyond any real LLC.
+            if self.llc_size_mib > Self::MAX_LLC_MIB || self.llc_ways > Self::MAX_LLC_WAYS {
+                return Err(SimError::Config {
+                    what: "machine.llc_size_mib / llc_ways".into(),
+                    why: format!(
+                        "llc_size_mib must be in [1, {}] and llc_ways in [1, {}], got {} and {}",
+                        Self::MAX_LLC_MIB,
+                        Self::MAX_LLC_WAYS,
+                        self.llc_size_mib,
+                        self.llc_ways
+                    ),
+                });
+            }
+            let lines = self.llc_size_mib * MIB / tierkit_core::CACHE_LINE;
             let sets = lines / self.llc_ways as u64;
             if sets == 0 || !sets.is_power_of_two() || !lines.is_multiple_of(self.llc_ways as u64) {
                 return Err(SimError::Config {
@@ -568,6 +588,14 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// Largest `heatmap_bins`: a bin is a column of the report's heat map, and each
+    /// epoch keeps one counter per bin.
+    pub const MAX_HEATMAP_BINS: usize = 4096;
+    /// Largest `policy_time_scale`. Beyond it the shortest policy periods (HeMem's
+    /// 10 ms, a 1 ms sampling tick) shrink below a microsecond and the engine spends
+    /// its time firing timers: at 10^5 a short run already takes hours.
+    pub const MAX_POLICY_TIME_SCALE: f64 = 10_000.0;
+
     /// Check ranges.
     pub fn validate(&self) -> Result<(), SimError> {
         if self.interval_ms == 0 {
@@ -576,16 +604,33 @@ impl SimConfig {
                 why: "must be at least 1".into(),
             });
         }
-        if self.epoch_ms == 0 || self.heatmap_bins == 0 {
+        if self.epoch_ms == 0 {
             return Err(SimError::Config {
-                what: "sim.epoch_ms / sim.heatmap_bins".into(),
+                what: "sim.epoch_ms".into(),
                 why: "must be at least 1".into(),
             });
         }
-        if !(self.policy_time_scale.is_finite() && self.policy_time_scale > 0.0) {
+        if !(1..=Self::MAX_HEATMAP_BINS).contains(&self.heatmap_bins) {
+            return Err(SimError::Config {
+                what: "sim.heatmap_bins".into(),
+                why: format!(
+                    "must be in [1, {}] (one column of the report's heat map per bin), got {}",
+                    Self::MAX_HEATMAP_BINS,
+                    self.heatmap_bins
+                ),
+            });
+        }
+        if !(self.policy_time_scale.is_finite()
+            && self.policy_time_scale > 0.0
+            && self.policy_time_scale <= Self::MAX_POLICY_TIME_SCALE)
+        {
             return Err(SimError::Config {
                 what: "sim.policy_time_scale".into(),
-                why: format!("{} must be a positive number", self.policy_time_scale),
+                why: format!(
+                    "must be in (0, {}] (1 = the papers' time constants), got {}",
+                    Self::MAX_POLICY_TIME_SCALE,
+                    self.policy_time_scale
+                ),
             });
         }
         if self.quantum_ns == 0 {
@@ -618,6 +663,26 @@ mod tests {
         for s in ["0", "1/3", "2", "1/8192", "0.3", "x", "2/64", "-1", "1/0"] {
             assert!(SampleRate::parse(s).is_err(), "{s} should be rejected");
         }
+    }
+
+    #[test]
+    fn size_like_and_time_scale_settings_are_bounded() {
+        let bad = |f: &dyn Fn(&mut SimConfig), what: &str| {
+            let mut c = SimConfig::default();
+            f(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(what), "{e} should name {what}");
+        };
+        bad(&|c| c.heatmap_bins = 4_000_000_000, "sim.heatmap_bins");
+        bad(&|c| c.heatmap_bins = 0, "sim.heatmap_bins");
+        bad(&|c| c.policy_time_scale = 1e5, "sim.policy_time_scale");
+        bad(&|c| c.policy_time_scale = 1e12, "sim.policy_time_scale");
+        bad(&|c| c.policy_time_scale = 0.0, "sim.policy_time_scale");
+        bad(&|c| c.policy_time_scale = f64::NAN, "sim.policy_time_scale");
+        let mut ok = SimConfig::default();
+        ok.heatmap_bins = SimConfig::MAX_HEATMAP_BINS;
+        ok.policy_time_scale = SimConfig::MAX_POLICY_TIME_SCALE;
+        ok.validate().unwrap();
     }
 
     #[test]

@@ -140,9 +140,9 @@ impl Default for TraceConfig {
 }
 
 impl TraceConfig {
-    /// Check the fields and that `path` is a readable native trace (its preamble,
-    /// directory and prologues; chunk payloads are checked as they are replayed, or
-    /// all at once by [`verify`]). The error names the field.
+    /// Check the fields and that `path` is a readable native trace: its preamble,
+    /// directory and prologues, and every chunk's payload ([`verify`], once per file
+    /// and process). The error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(self.scale > 0.0 && self.scale <= 1.0) {
             return Err(format!(
@@ -155,10 +155,44 @@ impl TraceConfig {
                 "{NAME}.path must name a native trace file (make one with `tierkit trace record`, `import` or `capture`)"
             ));
         }
-        TraceWorkload::open(&self.path, self.scale)
-            .map(|_| ())
-            .map_err(|e| format!("{NAME}.path: {e}"))
+        TraceWorkload::open(&self.path, self.scale).map_err(|e| format!("{NAME}.path: {e}"))?;
+        verify_once(Path::new(&self.path)).map_err(|e| format!("{NAME}.path: {e}"))
     }
+}
+
+/// Check every chunk of the trace at `path` ([`verify`], what `tierkit trace info`
+/// does) before it is replayed, so that a corrupt trace is one error at configuration
+/// time instead of a panic in the middle of a run. A file already verified in this
+/// process (same path, length and modification time) is not read again: `compare`
+/// validates one trace for every policy.
+fn verify_once(path: &Path) -> Result<(), TraceError> {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    type Key = (std::path::PathBuf, u64, std::time::SystemTime);
+    static VERIFIED: Mutex<Option<HashSet<Key>>> = Mutex::new(None);
+    let label = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| TraceError::new(format!("cannot open trace `{label}`: {e}")))?;
+    let key = (
+        path.to_path_buf(),
+        meta.len(),
+        meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+    );
+    if let Some(set) = VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if set.contains(&key) {
+            return Ok(());
+        }
+    }
+    let f = std::fs::File::open(path)
+        .map_err(|e| TraceError::new(format!("cannot open trace `{label}`: {e}")))?;
+    verify(&mut std::io::BufReader::new(f))
+        .map_err(|e| TraceError::new(format!("trace `{label}` is corrupt: {e}")))?;
+    VERIFIED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert(key);
+    Ok(())
 }
 
 /// Replay state of one thread.
@@ -311,9 +345,9 @@ impl<R: Read + Seek + Send> Workload for TraceWorkload<R> {
     }
 
     /// # Panics
-    /// If a chunk's payload is corrupt (it passed the directory checks at open but
-    /// does not inflate or decode). `tierkit trace info FILE` checks every chunk
-    /// beforehand.
+    /// If a chunk's payload is corrupt (it does not inflate or decode). A trace built
+    /// from a [`TraceConfig`] was verified whole when the config was validated, so
+    /// this happens only if the file changes during the run.
     fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
         let Some(th) = self
             .threads
