@@ -679,9 +679,11 @@ mod tests {
         bad(&|c| c.policy_time_scale = 1e12, "sim.policy_time_scale");
         bad(&|c| c.policy_time_scale = 0.0, "sim.policy_time_scale");
         bad(&|c| c.policy_time_scale = f64::NAN, "sim.policy_time_scale");
-        let mut ok = SimConfig::default();
-        ok.heatmap_bins = SimConfig::MAX_HEATMAP_BINS;
-        ok.policy_time_scale = SimConfig::MAX_POLICY_TIME_SCALE;
+        let ok = SimConfig {
+            heatmap_bins: SimConfig::MAX_HEATMAP_BINS,
+            policy_time_scale: SimConfig::MAX_POLICY_TIME_SCALE,
+            ..SimConfig::default()
+        };
         ok.validate().unwrap();
     }
 
