@@ -248,6 +248,44 @@ fn compare_refuses_an_out_dir_of_someone_elses_files() {
     assert!(!dir.join("runs").exists());
 }
 
+/// Issue 22: `compare --workloads trace:PATH` replays a trace, as `sim` does, labelled
+/// by the file's name.
+#[test]
+fn compare_replays_a_trace_named_trace_colon_path() {
+    let dir = scratch("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("small.tktrace");
+    let rec = tierkit()
+        .args(["trace", "record", "--workload", "gups"])
+        .args([
+            "--set",
+            "workload.footprint_mib=16",
+            "--set",
+            "workload.nr_updates=20000",
+        ])
+        .arg("--out")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let out = dir.join("out");
+    let o = tierkit()
+        .arg("compare")
+        .arg("--workloads")
+        .arg(format!("trace:{}", trace.display()))
+        .args(["--policies", "first-touch", "--jobs", "1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.contains("trace-small"), "{csv}");
+}
+
 /// Sampled simulation stays within its bounds (issue 15, docs/sampling.md): on 4 GiB
 /// GUPS and pmbench at 1/8 and 1/64, the median error in slowdown of every validated
 /// policy is at most 1% and the largest at most 3%. The matrix, the command and the

@@ -251,6 +251,23 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)
         spec.policies = p.clone();
     }
     if let Some(ws) = &args.workloads {
+        // Named workloads keep the suite's settings for them; say which, so nothing a
+        // run inherits is silent.
+        for name in ws {
+            let own = spec.workloads.iter().find(|w| &w.name == name);
+            let inherited: Vec<&str> = spec
+                .set
+                .iter()
+                .chain(own.map_or(&[][..], |w| &w.set[..]))
+                .map(|s| s.as_str())
+                .collect();
+            if !inherited.is_empty() {
+                eprintln!(
+                    "note: workload {name} keeps the {title}'s settings: {} (override with --set)",
+                    inherited.join(", ")
+                );
+            }
+        }
         let old = std::mem::take(&mut spec.workloads);
         spec.workloads = ws
             .iter()
@@ -328,6 +345,14 @@ fn workload_label(w: &WorkloadSpec) -> String {
     if let Some(l) = &w.label {
         return l.clone();
     }
+    // A replayed trace is named by its file.
+    if let Some(path) = w.name.strip_prefix("trace:") {
+        let stem = Path::new(path)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return format!("trace-{stem}");
+    }
     // Distinguish entries of one workload by their selecting knobs.
     let mut label = w.name.clone();
     for s in &w.set {
@@ -359,7 +384,19 @@ pub fn plan(
             notices,
         )?
     };
-    let wnames: Vec<String> = spec.workloads.iter().map(|w| w.name.clone()).collect();
+    // `trace:PATH` is the `trace` workload replaying PATH, as in `tierkit sim`.
+    let registry_name = |name: &str| -> String {
+        if name.starts_with("trace:") {
+            "trace".to_string()
+        } else {
+            name.to_string()
+        }
+    };
+    let wnames: Vec<String> = spec
+        .workloads
+        .iter()
+        .map(|w| registry_name(&w.name))
+        .collect();
     let registered_workloads = WorkloadConfig::names();
     let kept = keep_registered(
         "workload",
@@ -371,7 +408,7 @@ pub fn plan(
     let workloads: Vec<&WorkloadSpec> = spec
         .workloads
         .iter()
-        .filter(|w| kept.contains(&w.name))
+        .filter(|w| kept.contains(&registry_name(&w.name)))
         .collect();
     let machines = keep_registered("machine", &spec.machines, &preset_names(), false, notices)?;
     let ratios = spec.ratios.clone();
