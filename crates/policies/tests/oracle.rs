@@ -72,6 +72,51 @@ fn oracle_on_gups_is_near_the_hot_share_of_accesses() {
     assert!(first_touch < 0.2, "first-touch {first_touch}");
 }
 
+/// Issue 22: F1 is measured against one hot set for every policy, the size of the
+/// compared machine's fast tier, even for `all-fast` (whose own fast tier holds
+/// everything). So `all-fast` has recall 1 and the precision of a fast tier 9 times too
+/// large at 1:8, and the oracle, which places each epoch's hottest pages, beats it.
+#[test]
+fn f1_uses_one_hot_set_so_the_oracle_beats_all_fast() {
+    let w = &small_workloads()[0];
+    let summary = |name: &str| {
+        let wc = w.clone();
+        let ctx = BuildContext {
+            fresh_workload: Some(Box::new(move || wc.build(5))),
+            ..Default::default()
+        };
+        let p = PolicyConfig::default_for(name)
+            .unwrap()
+            .try_build(&ctx)
+            .unwrap();
+        let m = MachineConfig {
+            llc_enabled: false,
+            ..MachineConfig::default()
+        };
+        tierkit_sim::testing::run(&m, &SimConfig::default(), p, w.build(5))
+            .0
+            .summary
+    };
+    let all_fast = summary("all-fast");
+    let oracle = summary("oracle");
+    assert!(
+        (all_fast.placement_recall - 1.0).abs() < 1e-9,
+        "all-fast recall {}",
+        all_fast.placement_recall
+    );
+    assert!(
+        all_fast.placement_precision < 0.2,
+        "all-fast precision {}",
+        all_fast.placement_precision
+    );
+    assert!(
+        oracle.placement_f1 > all_fast.placement_f1 + 0.3,
+        "oracle F1 {} vs all-fast {}",
+        oracle.placement_f1,
+        all_fast.placement_f1
+    );
+}
+
 #[test]
 fn clairvoyant_policies_refuse_to_build_without_a_workload() {
     for name in ["oracle", "oracle-static"] {

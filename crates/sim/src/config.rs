@@ -268,6 +268,10 @@ pub struct ResolvedTiers {
     /// tier without a capacity) rather than given. A sampled machine leaves such a tier
     /// room for the sampling variance of the footprint instead of shrinking it exactly.
     pub holds_footprint: Vec<bool>,
+    /// The fast tier of the compared machine, in base pages: what `machine.fast` gives
+    /// even when a policy (`all-fast`) asks for an unbounded fast tier. The size of
+    /// each epoch's hot set, so that every policy's F1 is measured against the same set.
+    pub hot_set_pages: u64,
 }
 
 impl MachineConfig {
@@ -407,14 +411,16 @@ impl MachineConfig {
         let n = specs.len();
         let mut capacity_pages = Vec::with_capacity(n);
         let mut holds_footprint = Vec::with_capacity(n);
+        let hot_set_pages = match specs[0].capacity_mib {
+            Some(mib) => mib * MIB / PAGE_SIZE,
+            None => FastSize::parse(&self.fast)?.bytes_for(footprint_bytes) / PAGE_SIZE,
+        };
         for (i, s) in specs.iter().enumerate() {
             let pages = if i == 0 {
                 if unbounded_fast {
                     whole
-                } else if let Some(mib) = s.capacity_mib {
-                    mib * MIB / PAGE_SIZE
                 } else {
-                    FastSize::parse(&self.fast)?.bytes_for(footprint_bytes) / PAGE_SIZE
+                    hot_set_pages
                 }
             } else if let Some(mib) = s.capacity_mib {
                 mib * MIB / PAGE_SIZE
@@ -424,7 +430,7 @@ impl MachineConfig {
             capacity_pages.push(pages);
             holds_footprint.push(pages == whole);
         }
-        if capacity_pages[0] == 0 {
+        if hot_set_pages == 0 {
             return Err(SimError::Config {
                 what: format!("fast-tier size `{}`", self.fast),
                 why: format!(
@@ -437,6 +443,7 @@ impl MachineConfig {
             specs,
             capacity_pages,
             holds_footprint,
+            hot_set_pages,
         })
     }
 }

@@ -124,6 +124,9 @@ pub struct Machine {
     event_weight: f64,
     /// Capacity of each tier on the full (unsampled) machine, pages, for reports.
     pub full_capacity: Vec<u64>,
+    /// Size of each placement epoch's hot set, pages: the compared machine's fast tier
+    /// (`ResolvedTiers::hot_set_pages`, shrunk when sampled).
+    hot_set_pages: u64,
     /// The regions a sampled run simulates; scans skip the others.
     sampler: RegionSampler,
 }
@@ -257,6 +260,11 @@ impl Machine {
             ns_per_copy_byte: 1.0 / p.costs.migrate_copy_gbps,
             event_weight,
             full_capacity: p.tiers.capacity_pages.clone(),
+            hot_set_pages: if p.space_scale.is_exact() {
+                p.tiers.hot_set_pages
+            } else {
+                shrink(p.tiers.hot_set_pages).max(1)
+            },
             sampler: p.sampler,
             costs: p.costs,
             thp: p.thp == ThpMode::Always,
@@ -1181,7 +1189,7 @@ pub struct EpochPlacement {
 impl Machine {
     /// Close a placement epoch: measure, then reset the per-page epoch counters.
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
-        let budget = self.tiers[0].capacity;
+        let budget = self.hot_set_pages;
         let sampler = self.sampler;
         let total_pages: u64 = self
             .spaces
