@@ -64,6 +64,17 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     assert_eq!(csv1, csv2, "results depend on --jobs");
     // 2 workloads × (all-fast + 2 ratios × (first-touch, autonuma, oracle)) = 14 runs.
     assert_eq!(csv1.lines().count(), 1 + 14, "{csv1}");
+    // stderr is not a terminal here: one progress line per finished run (issue 16).
+    let progress = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(
+        progress
+            .lines()
+            .filter(|l| l.starts_with('[') && l.ends_with(" s)"))
+            .count(),
+        14,
+        "{progress}"
+    );
+    assert!(progress.contains("[14/14] "), "{progress}");
     let header = csv1.lines().next().unwrap();
     for col in [
         "slowdown",

@@ -883,6 +883,7 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
     let reused = slots.iter().filter(|s| s.is_some()).count();
     done.store(reused, Ordering::SeqCst);
     bar.inc(reused as u64);
+    let mut failures: Vec<String> = Vec::new();
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         if slots[i].is_none() {
@@ -901,24 +902,43 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
                 .map(|&i| {
                     running.fetch_add(1, Ordering::SeqCst);
                     set_msg(&bar);
-                    let r = execute(&runs[i], &args.out, recording.as_ref());
+                    let started = std::time::Instant::now();
+                    // A run that panics is a failed run, not a failed comparison.
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        execute(&runs[i], &args.out, recording.as_ref())
+                    }))
+                    .unwrap_or_else(|p| {
+                        Err(anyhow!("run {}: panicked: {}", runs[i].id, panic_text(&p)))
+                    });
                     running.fetch_sub(1, Ordering::SeqCst);
-                    done.fetch_add(1, Ordering::SeqCst);
+                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
                     bar.inc(1);
                     set_msg(&bar);
+                    if !args.progress {
+                        // Not a terminal (a log, CI): one line per finished run.
+                        eprintln!(
+                            "[{d}/{total}] {} {} ({:.1} s)",
+                            runs[i].id,
+                            if r.is_ok() { "done" } else { "FAILED" },
+                            started.elapsed().as_secs_f64()
+                        );
+                    }
                     (i, r)
                 })
                 .collect()
         });
         for (i, r) in results {
-            slots[i] = Some(r?);
+            match r {
+                Ok(rec) => slots[i] = Some(rec),
+                Err(e) => failures.push(format!("{}: {e:#}", runs[i].id)),
+            }
         }
     }
     bar.finish_and_clear();
-    let records: Vec<RunRecord> = slots
-        .into_iter()
-        .map(|s| s.expect("every run finished or failed above"))
-        .collect();
+    let records: Vec<RunRecord> = slots.into_iter().flatten().collect();
+    if records.is_empty() && !failures.is_empty() {
+        bail!("every run failed; the first: {}", failures[0]);
+    }
     if reused > 0 {
         eprintln!(
             "reused {reused} of {} runs already finished in {}",
@@ -936,14 +956,36 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
     let report_path = args.out.join("report.html");
     std::fs::write(
         &report_path,
-        report::render(&title, &spec, &records, &rows, &board),
+        report::render(&title, &spec, &records, &rows, &board, &failures),
     )?;
     let mut text = leaderboard_text(&board);
     if let Some(note) = time_scale_note(&rows) {
         text.push_str(&note);
         text.push('\n');
     }
+    if !failures.is_empty() {
+        // The report is written; the exit status still says something went wrong.
+        for f in &failures {
+            text.push_str(&format!("failed: {f}\n"));
+        }
+        print!("{text}");
+        bail!(
+            "{} of {} runs failed (report written to {}); the first: {}",
+            failures.len(),
+            runs.len(),
+            report_path.display(),
+            failures[0]
+        );
+    }
     Ok((rows, text, report_path))
+}
+
+/// The message of a caught panic.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[cfg(test)]

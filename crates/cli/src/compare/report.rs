@@ -398,6 +398,7 @@ pub fn render(
     records: &[RunRecord],
     rows: &[ResultRow],
     board: &[Standing],
+    failures: &[String],
 ) -> String {
     let colors = Colors::new(records.iter().map(|r| r.policy.clone()));
     let mut h = String::new();
@@ -484,6 +485,17 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
     h.push_str("</table>\n");
     if let Some(note) = super::idle_note(board) {
         let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&note));
+    }
+    if !failures.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} run(s) failed and are missing from every table and chart:</p><ul>",
+            failures.len()
+        );
+        for f in failures {
+            let _ = writeln!(h, "<li><code>{}</code></li>", esc(f));
+        }
+        h.push_str("</ul>\n");
     }
     h.push_str("</section>\n");
 
