@@ -76,6 +76,13 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     );
     assert!(progress.contains("[14/14] "), "{progress}");
     let header = csv1.lines().next().unwrap();
+    // Columns in the documented order (docs/compare.md), not alphabetical (issue 16).
+    assert!(
+        header.starts_with(
+            "id,workload,machine,ratio,policy,reference,seed,policy_time_scale,sample_rate,sim_seconds,slowdown,fast_access_ratio,"
+        ),
+        "{header}"
+    );
     for col in [
         "slowdown",
         "oracle_far_gap",
