@@ -141,8 +141,16 @@ pub trait Mechanisms {
     fn processes(&self) -> Vec<Pid>;
     /// The VMAs of `pid` in address order (empty for an unknown pid).
     fn vmas(&self, pid: Pid) -> Vec<Vma>;
-    /// Resident set size of `pid` in base pages.
+    /// Resident set size of `pid` in base pages (of the simulated machine: in a sampled
+    /// run, the sampled regions' pages only).
     fn rss_pages(&self, pid: Pid) -> u64;
+    /// How many pages of the full machine each simulated page stands for: `1 /
+    /// sim.sample_rate` in a sampled simulation, 1 when exact (always, live). A
+    /// mechanism whose pace the kernel derives from a process's full size (the NUMA
+    /// scanner's `task_scan_min`, which divides by the RSS) multiplies by it.
+    fn pages_per_simulated_page(&self) -> u64 {
+        1
+    }
     /// Accesses the workload has issued so far, where the backend can know it (the
     /// simulator does; a live process does not). Only clairvoyant reference policies
     /// (`oracle`) may use it.

@@ -184,7 +184,9 @@ impl NumaScanner {
     /// One `task_numa_work` step for `pid`, run from its timer: arm the next window
     /// and schedule the next step.
     pub fn step(&mut self, pid: Pid, mech: &mut dyn Mechanisms, filter: ArmFilter) -> StepOutcome {
-        let rss = mech.rss_pages(pid);
+        // task_scan_min/max divide by the full process's RSS: a sampled machine's RSS
+        // is a share of it, and the scanner walks the full address space per step.
+        let rss = mech.rss_pages(pid) * mech.pages_per_simulated_page();
         let cfg = self.cfg.clone();
         let p = &mut self.procs[pid.index()];
         if p.period_ms == 0.0 {

@@ -113,3 +113,45 @@ fn autonuma_never_overfills_the_fast_tier_and_fails_promotions_when_full() {
         .1;
     assert!(failed > 0.0);
 }
+
+/// A sampled machine's process has 1/N of the full RSS, but the NUMA scanner's step
+/// interval (`task_scan_min` = scan_period_min / (RSS / scan_size)) is the full
+/// process's: each step walks the full address space, so a pass must take as long as
+/// on the full machine. Before the scanner took its RSS from the full machine, the
+/// sampled run stepped N times more slowly (autonuma's hint faults on 4 GiB GUPS fell
+/// from 4.7 M exact to 1.6 M at 1/64).
+#[test]
+fn sampled_numa_scanner_steps_at_the_full_machines_pace() {
+    let cfg = AutonumaConfig {
+        scan: NumaScanConfig {
+            scan_delay_ms: 50,
+            scan_size_mb: 16,
+            ..Default::default()
+        },
+    };
+    let period = |rate: &str| {
+        let sim = SimConfig {
+            sample_rate: tierkit_sim::SampleRate::parse(rate).unwrap(),
+            ..SimConfig::default()
+        };
+        let (out, _) = run(
+            &small_machine(64, 2048),
+            &sim,
+            Box::new(Autonuma::new(cfg.clone())),
+            gups(1024, 1_000_000),
+        );
+        out.summary
+            .policy_stats
+            .iter()
+            .find(|(k, _)| k == "scan_step_period_ms_pid0")
+            .map(|(_, v)| *v)
+            .unwrap()
+    };
+    let (exact, sampled) = (period("1"), period("1/8"));
+    // 1 GiB touched in 16 MB windows: 64 windows, 1000 ms / 64 per step.
+    assert!((exact - 15.625).abs() < 2.0, "exact step period {exact} ms");
+    assert!(
+        (sampled - exact).abs() <= 0.15 * exact,
+        "sampled step period {sampled} ms vs exact {exact} ms"
+    );
+}

@@ -905,6 +905,10 @@ impl Mechanisms for Machine {
         self.spaces.get(pid.index()).map_or(0, |s| s.rss_pages)
     }
 
+    fn pages_per_simulated_page(&self) -> u64 {
+        self.sampler.keeps_one_in()
+    }
+
     fn access_count(&self) -> Option<u64> {
         Some(self.counters.accesses)
     }
