@@ -16,7 +16,9 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Subcommand;
-use tierkit_workloads::trace::import::{import, ImportFormat, ImportOptions, ImportStats};
+use tierkit_workloads::trace::import::{
+    import, import_lackey_logs, ImportFormat, ImportOptions, ImportStats,
+};
 use tierkit_workloads::trace::{self, TraceStats};
 
 use crate::output;
@@ -83,9 +85,18 @@ pub enum TraceCommand {
         /// Compute ns per executed instruction between data accesses. Default 0.3.
         #[arg(long)]
         ns_per_instruction: Option<f64>,
-        /// Keep Valgrind's log (the raw lackey trace) at this path.
-        #[arg(long)]
+        /// Keep Valgrind's logs (the raw lackey traces, one `PID.lackey` per traced
+        /// process) in this new directory.
+        #[arg(long, value_name = "DIR")]
         keep_log: Option<PathBuf>,
+        /// Stop the program once this many accesses are logged; the trace holds the
+        /// first N (an event crossing N kept whole).
+        #[arg(long, value_name = "N")]
+        max_accesses: Option<u64>,
+        /// Trace only the process started, not the programs it execs or forks (a
+        /// launcher script's own interpreter, say).
+        #[arg(long)]
+        no_follow: bool,
         /// The program and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -140,18 +151,34 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             mlp,
             ns_per_instruction,
             keep_log,
+            max_accesses,
+            no_follow,
             command,
         } => {
             let valgrind =
                 std::env::var_os("TIERKIT_VALGRIND").unwrap_or_else(|| "valgrind".into());
             output::check_target(&out, &[], force)?;
-            if let Some(log) = &keep_log {
-                output::check_target(log, &[&out], force)?;
+            if let Some(dir) = &keep_log {
+                check_log_dir(dir, &out, force)?;
             }
-            let opts = options(mlp, ns_per_instruction);
+            if max_accesses == Some(0) {
+                bail!("--max-accesses must be at least 1");
+            }
+            let mut opts = options(mlp, ns_per_instruction);
+            opts.max_accesses = max_accesses;
             let start = Instant::now();
-            let stats = capture(&valgrind, &command, &out, keep_log.as_deref(), opts)?;
+            let stats = capture(
+                &valgrind,
+                &command,
+                &out,
+                &CaptureSettings {
+                    keep_log: keep_log.as_deref(),
+                    follow: !no_follow,
+                },
+                opts,
+            )?;
             println!("{}", import_line(&out, &stats, start));
+            println!("{}", traced_line(&stats));
         }
         TraceCommand::Info { file } => print!("{}", info(&file)?),
     }
@@ -209,13 +236,37 @@ pub fn import_file(
     })
 }
 
-/// Run `command` under `valgrind` (lackey, memory and syscall tracing) and convert
-/// its log into the trace `out`. The log is kept at `keep_log` if given.
+/// How `tierkit trace capture` runs Valgrind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CaptureSettings<'a> {
+    /// Keep the logs in this new directory (else a temporary one, removed after).
+    pub keep_log: Option<&'a Path>,
+    /// Follow execs and forks (`--trace-children=yes`): the program a launcher
+    /// script execs is traced, not only the launcher.
+    pub follow: bool,
+}
+
+/// `--keep-log DIR` must be new (or, with `--force`, an empty directory or a file,
+/// which is replaced): a capture never mixes its logs with other files.
+fn check_log_dir(dir: &Path, out: &Path, force: bool) -> Result<()> {
+    output::check_target(dir, &[out], force)?;
+    if dir.is_dir() && std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_some()) {
+        bail!(
+            "--keep-log {} is a directory that is not empty; name a new directory",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Run `command` under `valgrind` (lackey, memory and syscall tracing, following
+/// execs and forks unless told not to) and convert its logs — one per traced
+/// process — into the trace `out`, a process per log.
 pub fn capture(
     valgrind: &OsStr,
     command: &[String],
     out: &Path,
-    keep_log: Option<&Path>,
+    settings: &CaptureSettings,
     mut opts: ImportOptions,
 ) -> Result<ImportStats> {
     if command.is_empty() {
@@ -234,44 +285,207 @@ pub fn capture(
         ),
         Err(e) => bail!("cannot run `{}`: {e}", valgrind.to_string_lossy()),
     }
-    let log = match keep_log {
-        Some(p) => p.to_path_buf(),
+    let dir = match settings.keep_log {
+        Some(d) => {
+            if d.is_file() {
+                std::fs::remove_file(d)
+                    .with_context(|| format!("cannot replace {}", d.display()))?;
+            }
+            d.to_path_buf()
+        }
         None => std::env::temp_dir().join(format!(
-            "tierkit-capture-{}-{}.lackey",
+            "tierkit-capture-{}-{}",
             std::process::id(),
             out.file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default()
         )),
     };
-    let status = Command::new(valgrind)
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let result = capture_into(valgrind, command, out, settings, &dir, &mut opts);
+    if settings.keep_log.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+fn capture_into(
+    valgrind: &OsStr,
+    command: &[String],
+    out: &Path,
+    settings: &CaptureSettings,
+    dir: &Path,
+    opts: &mut ImportOptions,
+) -> Result<ImportStats> {
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(valgrind)
         .arg("--tool=lackey")
         .arg("--trace-mem=yes")
         .arg("--trace-syscalls=yes")
-        .arg(format!("--log-file={}", log.display()))
+        .arg(format!(
+            "--trace-children={}",
+            if settings.follow { "yes" } else { "no" }
+        ))
+        // %p: one log per process. An exec keeps the pid, and Valgrind truncates the
+        // log when the new program starts, so each log holds the last program its
+        // process ran — the one a launcher execs.
+        .arg(format!("--log-file={}/%p.lackey", dir.display()))
         .arg("--")
         .args(command)
-        .status()
+        // Its own process group, so that --max-accesses stops forked children too.
+        .process_group(0)
+        .spawn()
         .with_context(|| format!("cannot start `{}`", valgrind.to_string_lossy()))?;
     let cmdline = command.join(" ");
-    if !log.exists() {
+    let mut progress = LogProgress::default();
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    let mut stopped_at = None;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        progress.update(dir);
+        if stopped_at.is_none() && opts.max_accesses.is_some_and(|m| progress.accesses >= m) {
+            // SAFETY: kill(2) on the child's process group, which we created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            stopped_at = Some(progress.accesses);
+        }
+        if last_report.elapsed().as_secs() >= 10 {
+            last_report = Instant::now();
+            eprintln!(
+                "capturing: {:.1} M accesses logged in {} process(es), {:.0} s (Valgrind lackey runs a program ~100x slower or more; --max-accesses N stops it)",
+                progress.accesses as f64 / 1e6,
+                progress.logs,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    };
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "lackey"))
+        .collect();
+    // Processes in the order they started (pids grow; wrap-around aside).
+    logs.sort_by_key(|p| {
+        p.file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(u64::MAX)
+    });
+    if logs.is_empty() {
         bail!("valgrind could not start `{cmdline}` ({status}); see its message above");
     }
-    if !status.success() {
+    if let Some(n) = stopped_at {
+        eprintln!("note: stopped `{cmdline}` after {n} logged accesses (--max-accesses)");
+        for log in &logs {
+            cut_partial_line(log)?;
+        }
+    } else if !status.success() {
         eprintln!("note: `{cmdline}` exited with {status} under valgrind; converting what it did");
     }
     opts.description = format!("captured with valgrind lackey: {cmdline}");
-    let result = import_file(ImportFormat::Lackey, &log, out, &opts);
-    if keep_log.is_none() {
-        let _ = std::fs::remove_file(&log);
+    let mut inputs = Vec::with_capacity(logs.len());
+    for log in &logs {
+        let f = File::open(log).with_context(|| format!("cannot open {}", log.display()))?;
+        inputs.push((
+            log.display().to_string(),
+            BufReader::with_capacity(1 << 20, f),
+        ));
     }
+    let result = output::write_atomically(out, |o| {
+        import_lackey_logs(inputs, o, opts)
+            .map(|(_, s)| s)
+            .map_err(|e| anyhow!(e))
+    });
     result.map_err(|e| {
-        if status.success() {
+        if status.success() || stopped_at.is_some() {
             e
         } else {
             anyhow!("`{cmdline}` failed under valgrind ({status}) and left no usable trace: {e}")
         }
     })
+}
+
+/// Data accesses logged so far by a running capture, counted from the logs' new
+/// bytes (` L` and ` S` lines one each, ` M` two; an access crossing cache lines,
+/// which the import splits, counts once).
+#[derive(Debug, Default)]
+struct LogProgress {
+    /// Per log: bytes read, and the incomplete last line read so far.
+    offsets: std::collections::BTreeMap<PathBuf, (u64, Vec<u8>)>,
+    accesses: u64,
+    logs: usize,
+}
+
+impl LogProgress {
+    fn update(&mut self, dir: &Path) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let (offset, carry) = self.offsets.entry(path.clone()).or_default();
+            let Ok(mut f) = File::open(&path) else {
+                continue;
+            };
+            let len = f.metadata().map_or(0, |m| m.len());
+            if len < *offset {
+                // Truncated by an exec: the new program starts its log afresh.
+                *offset = 0;
+                carry.clear();
+            }
+            if f.seek(SeekFrom::Start(*offset)).is_err() {
+                continue;
+            }
+            let mut buf = Vec::new();
+            if (&mut f).take(len - *offset).read_to_end(&mut buf).is_err() {
+                continue;
+            }
+            *offset += buf.len() as u64;
+            carry.extend_from_slice(&buf);
+            let complete = carry.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            self.accesses += carry[..complete]
+                .split(|&b| b == b'\n')
+                .map(|l| match l {
+                    [b' ', b'L' | b'S', _, ..] => 1,
+                    [b' ', b'M', _, ..] => 2, // a read then a write, as the import makes it
+                    _ => 0,
+                })
+                .sum::<u64>();
+            carry.drain(..complete);
+        }
+        self.logs = self.offsets.len();
+    }
+}
+
+/// Drop a log's last line if it was cut mid-way (the program was stopped).
+fn cut_partial_line(log: &Path) -> Result<()> {
+    let bytes = std::fs::read(log).with_context(|| format!("cannot read {}", log.display()))?;
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if keep < bytes.len() {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(log)
+            .with_context(|| format!("cannot open {}", log.display()))?;
+        f.set_len(keep as u64)
+            .with_context(|| format!("cannot cut {}", log.display()))?;
+    }
+    Ok(())
+}
+
+/// What a capture traced: each process's program and its accesses, so that a trace of
+/// a launcher rather than the program is seen at once.
+fn traced_line(s: &ImportStats) -> String {
+    let per: Vec<String> = s
+        .process_accesses
+        .iter()
+        .enumerate()
+        .map(|(i, (name, n))| format!("process {i} `{name}` {n} accesses"))
+        .collect();
+    format!("traced: {}", per.join(", "))
 }
 
 /// A trace's header and totals, after checking every chunk.
@@ -368,7 +582,7 @@ mod tests {
             OsStr::new("/nonexistent/valgrind"),
             &["/bin/true".into()],
             &d.join("t"),
-            None,
+            &CaptureSettings::default(),
             ImportOptions::default(),
         )
         .unwrap_err()

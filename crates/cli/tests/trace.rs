@@ -498,3 +498,132 @@ fn corrupted_traces_are_refused_or_replayed_never_a_panic() {
     assert!(!o.status.success() && !err.contains("panicked"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// Issue 21: a launcher script that execs the program (pyenv's `python3`, conda, many
+/// distro launchers) is followed, so the trace holds the program the user named, and
+/// the summary says which programs were traced with their accesses. A launcher that
+/// runs the program as a child gives one process each; `--max-accesses` stops the
+/// capture with a trace of exactly the first N accesses.
+#[test]
+fn capture_follows_a_launcher_to_the_program_it_runs() {
+    if !have("valgrind") || !have("cc") {
+        eprintln!("NOTICE: valgrind or cc is not installed; skipping the launcher capture test");
+        return;
+    }
+    let d = scratch("launcher");
+    std::fs::write(d.join("prog.c"), PROGRAM).unwrap();
+    let prog = d.join("prog");
+    let cc = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(d.join("prog.c"))
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let exec_shim = d.join("run-prog");
+    std::fs::write(
+        &exec_shim,
+        format!("#!/bin/sh\nexec {} \"$@\"\n", prog.display()),
+    )
+    .unwrap();
+    let child_shim = d.join("run-prog-twice");
+    std::fs::write(
+        &child_shim,
+        format!("#!/bin/sh\n{0}\n{0}\n", prog.display()),
+    )
+    .unwrap();
+    for s in [&exec_shim, &child_shim] {
+        Command::new("chmod").arg("+x").arg(s).status().unwrap();
+    }
+    let accesses_of = |t: &std::path::Path| -> Vec<(String, u64)> {
+        let mut w = TraceWorkload::open(t, 1.0).unwrap();
+        let names: Vec<String> = w.shape().processes.iter().map(|p| p.name.clone()).collect();
+        let mut buf = Vec::new();
+        names
+            .into_iter()
+            .enumerate()
+            .map(|(p, name)| {
+                let mut n = 0;
+                loop {
+                    buf.clear();
+                    w.fill(p, 0, &mut buf);
+                    if buf.is_empty() {
+                        break;
+                    }
+                    n += buf
+                        .iter()
+                        .filter(|op| matches!(op, Op::Access { .. }))
+                        .count() as u64;
+                }
+                (name, n)
+            })
+            .collect()
+    };
+
+    let direct = d.join("direct.tktrace");
+    ok(tierkit()
+        .args(["trace", "capture", "--out"])
+        .arg(&direct)
+        .arg("--")
+        .arg(&prog));
+    let direct_n = accesses_of(&direct)[0].1;
+    assert!(direct_n > 32_000, "{direct_n}");
+
+    // exec: one process, the program, with the program's accesses (give or take the
+    // environment's effect on start-up), not the shell's.
+    let via = d.join("via.tktrace");
+    let out = ok(tierkit()
+        .args(["trace", "capture", "--out"])
+        .arg(&via)
+        .arg("--")
+        .arg(&exec_shim));
+    let procs = accesses_of(&via);
+    assert_eq!(procs.len(), 1, "{procs:?}");
+    assert_eq!(procs[0].0, "prog", "{procs:?}");
+    let n = procs[0].1;
+    assert!(
+        n.abs_diff(direct_n) * 50 < direct_n,
+        "{n} vs direct {direct_n}"
+    );
+    assert!(
+        out.contains(&format!("traced: process 0 `prog` {n} accesses")),
+        "{out}"
+    );
+
+    // Without following, the launcher is all there is — and the line says so.
+    let shell = d.join("shell.tktrace");
+    let out = ok(tierkit()
+        .args(["trace", "capture", "--no-follow", "--out"])
+        .arg(&shell)
+        .arg("--")
+        .arg(&exec_shim));
+    assert!(out.contains("traced: process 0 `run-prog`"), "{out}");
+
+    // Children: the shell and the program twice, in the order they started.
+    let twice = d.join("twice.tktrace");
+    let out = ok(tierkit()
+        .args(["trace", "capture", "--out"])
+        .arg(&twice)
+        .arg("--")
+        .arg(&child_shim));
+    let procs = accesses_of(&twice);
+    let names: Vec<&str> = procs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["run-prog-twice", "prog", "prog"], "{out}");
+    assert!(procs[1].1.abs_diff(direct_n) * 50 < direct_n, "{procs:?}");
+
+    // A limit stops the program and keeps the first N accesses (the event reaching N
+    // whole: a modify is two accesses, an access crossing cache lines one per line).
+    let cut = d.join("cut.tktrace");
+    ok(tierkit()
+        .args(["trace", "capture", "--max-accesses", "10000", "--out"])
+        .arg(&cut)
+        .arg("--")
+        .arg(&prog));
+    let total: u64 = accesses_of(&cut).iter().map(|(_, n)| n).sum();
+    assert!((10_000..10_004).contains(&total), "{total}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -75,6 +75,17 @@ pub(crate) fn convert<R: BufRead, W: Write + Seek>(
     sink: &mut Sink<W>,
     opts: &ImportOptions,
 ) -> Result<(), TraceError> {
+    convert_process(input, sink, opts, 0)
+}
+
+/// Parse one process's log `input` into `sink` as the process keyed `pid` (a log
+/// holds one process: Valgrind writes one per traced process).
+pub(crate) fn convert_process<R: BufRead, W: Write + Seek>(
+    input: R,
+    sink: &mut Sink<W>,
+    opts: &ImportOptions,
+    pid: u64,
+) -> Result<(), TraceError> {
     let mut lines = Lines::new(input, WHAT);
     let mut name = String::from("lackey");
     let mut thread: Option<(u32, u32)> = None;
@@ -96,7 +107,7 @@ pub(crate) fn convert<R: BufRead, W: Write + Seek>(
         if trimmed.is_empty() {
             continue;
         }
-        let (p, t) = *thread.get_or_insert_with(|| sink.thread(0, 0, || name.clone()));
+        let (p, t) = *thread.get_or_insert_with(|| sink.thread(pid, 0, || name.clone()));
         if let Some(call) = trimmed.strip_prefix("SYSCALL[") {
             syscall(call, &mut sys, sink, p, t).map_err(err)?;
             continue;
@@ -127,6 +138,9 @@ pub(crate) fn convert<R: BufRead, W: Write + Seek>(
         if kind == 'I' {
             instructions += 1;
             continue;
+        }
+        if opts.max_accesses.is_some_and(|max| sink.accesses >= max) {
+            break;
         }
         let gap = clock.gap(instructions as f64 * opts.ns_per_instruction, &mut clamped);
         instructions = 0;

@@ -111,6 +111,9 @@ pub struct ImportOptions {
     /// address order) before replaying, so the monitored memory is resident as it
     /// was in the real process. Default true.
     pub damo_init_touch: bool,
+    /// lackey: stop converting once the trace holds this many accesses (the event
+    /// that reaches it is kept whole). `None` converts everything.
+    pub max_accesses: Option<u64>,
     /// Stored as the trace's description.
     pub description: String,
 }
@@ -122,6 +125,7 @@ impl Default for ImportOptions {
             ns_per_instruction: 0.3,
             damo_accesses_per_sample: 1.0,
             damo_init_touch: true,
+            max_accesses: None,
             description: String::new(),
         }
     }
@@ -173,6 +177,8 @@ pub struct ImportStats {
     pub on_demand_mappings: u64,
     /// The trace's footprint.
     pub footprint_bytes: u64,
+    /// Each process of the trace, in order: its name and its accesses.
+    pub process_accesses: Vec<(String, u64)>,
 }
 
 /// Convert `input` in `format` into a native trace written to `out`.
@@ -191,6 +197,28 @@ pub fn import<R: BufRead, W: Write + Seek>(
         ImportFormat::Text => text::convert(input, &mut sink)?,
     }
     sink.finish(format.name(), &opts.description)
+}
+
+/// Convert several Valgrind lackey logs, one per traced process (a capture that
+/// follows forks and execs writes one log per process), into one native trace with
+/// a process per log that holds any memory access, in the order given. `inputs` pairs
+/// each log with a name for error messages. [`ImportOptions::max_accesses`] caps the
+/// whole trace: later logs get what earlier ones left.
+pub fn import_lackey_logs<R: BufRead, W: Write + Seek>(
+    inputs: Vec<(String, R)>,
+    out: W,
+    opts: &ImportOptions,
+) -> Result<(W, ImportStats), TraceError> {
+    opts.validate().map_err(TraceError::new)?;
+    let mut sink = Sink::new(TraceWriter::new(out)?, opts.mlp);
+    let mut lines = 0;
+    for (i, (name, input)) in inputs.into_iter().enumerate() {
+        lackey::convert_process(input, &mut sink, opts, i as u64)
+            .map_err(|e| TraceError::new(format!("{name}: {e}")))?;
+        lines += sink.stats.lines;
+    }
+    sink.stats.lines = lines;
+    sink.finish(ImportFormat::Lackey.name(), &opts.description)
 }
 
 // ---------------------------------------------------------------------------------
@@ -478,6 +506,7 @@ struct ProcState {
     name: String,
     tids: BTreeMap<u64, u32>,
     model: AddressModel,
+    accesses: u64,
 }
 
 /// Where importers send what they parse: keeps the process/thread tables and the
@@ -487,6 +516,8 @@ pub(crate) struct Sink<W: Write + Seek> {
     procs: Vec<ProcState>,
     by_pid: BTreeMap<u64, u32>,
     mlp: f64,
+    /// Accesses pushed so far, over all processes.
+    pub(crate) accesses: u64,
     pub(crate) stats: ImportStats,
 }
 
@@ -497,6 +528,7 @@ impl<W: Write + Seek> Sink<W> {
             procs: Vec::new(),
             by_pid: BTreeMap::new(),
             mlp,
+            accesses: 0,
             stats: ImportStats::default(),
         }
     }
@@ -514,6 +546,7 @@ impl<W: Write + Seek> Sink<W> {
                 name: name(),
                 tids: BTreeMap::new(),
                 model: AddressModel::default(),
+                accesses: 0,
             });
             (self.procs.len() - 1) as u32
         });
@@ -533,6 +566,8 @@ impl<W: Write + Seek> Sink<W> {
         gap_ns: u32,
     ) -> Result<(), TraceError> {
         debug_assert!(addr < MAX_ADDRESS);
+        self.procs[p as usize].accesses += 1;
+        self.accesses += 1;
         if let Some((s, e)) = self.procs[p as usize].model.access(addr) {
             self.stats.on_demand_mappings += 1;
             self.emit_map(p, t, s, e, VmaKind::Anon)?;
@@ -611,6 +646,9 @@ impl<W: Write + Seek> Sink<W> {
                 )?;
             }
             footprint += ps.model.footprint_bytes();
+            self.stats
+                .process_accesses
+                .push((ps.name.clone(), ps.accesses));
             processes.push(ProcessShape {
                 name: ps.name.clone(),
                 nr_threads: ps.tids.len().max(1) as u32,
