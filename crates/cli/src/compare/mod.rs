@@ -292,6 +292,23 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)
         spec.seed = args.seed;
     }
     spec.set_last.extend(args.sets.iter().cloned());
+    // A matrix changed by flags is no longer the suite or file it started from.
+    let changed: Vec<&str> = [
+        ("--policies", args.policies.is_some()),
+        ("--workloads", args.workloads.is_some()),
+        ("--ratios", args.ratios.is_some()),
+        ("--machines", args.machines.is_some()),
+        ("--seed", args.seed.is_some()),
+        ("--set", !args.sets.is_empty()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect();
+    let title = if changed.is_empty() {
+        title
+    } else {
+        format!("{title} changed by {}", changed.join(", "))
+    };
     let leniency = Leniency {
         policies: lenient && args.policies.is_none(),
         workloads: lenient && args.workloads.is_none(),
@@ -630,13 +647,17 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                 tiering_cpu_seconds: s.tiering_cpu_seconds,
                 policy_metadata_bytes: s.policy_metadata_bytes,
                 fast_mean_used_pages: s.fast_mean_used_pages,
-                fast_saving_vs_first_touch: ft.map_or(f64::NAN, |f| {
-                    if f.summary.fast_mean_used_pages > 0.0 {
-                        1.0 - s.fast_mean_used_pages / f.summary.fast_mean_used_pages
-                    } else {
-                        f64::NAN
-                    }
-                }),
+                // all-fast has no fast-tier limit to save against.
+                fast_saving_vs_first_touch: ft.filter(|_| x.policy != "all-fast").map_or(
+                    f64::NAN,
+                    |f| {
+                        if f.summary.fast_mean_used_pages > 0.0 {
+                            1.0 - s.fast_mean_used_pages / f.summary.fast_mean_used_pages
+                        } else {
+                            f64::NAN
+                        }
+                    },
+                ),
             }
         })
         .collect()

@@ -15,10 +15,13 @@ mod pages {
     include!(concat!(env!("OUT_DIR"), "/policy_pages.rs"));
 }
 
+/// 24 colours of distinct hue and lightness (Kelly's colours of maximum contrast
+/// without white, then four more), so that every registered policy and reference of
+/// one report has its own (the registry holds 19).
 const PALETTE: &[&str] = &[
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#843c39", "#7b4173",
-    "#3182bd", "#31a354",
+    "#0067a5", "#f38400", "#008856", "#be0032", "#875692", "#882d17", "#e68fac", "#848482",
+    "#8db600", "#a1caf1", "#604e97", "#f6a600", "#b3446c", "#2b3d26", "#c2b280", "#e25822",
+    "#654522", "#dcd300", "#f99379", "#222222", "#17becf", "#000080", "#9edae5", "#7b4173",
 ];
 
 /// HTML-escape text.
@@ -49,6 +52,26 @@ impl Colors {
     /// The colour of a name.
     pub fn of(&self, p: &str) -> &'static str {
         self.0.get(p).copied().unwrap_or("#444")
+    }
+}
+
+/// Height a chart needs so that its legend (16 px per entry, from `top + 10`) fits.
+fn height_for_legend(h: f64, top: f64, entries: usize) -> f64 {
+    h.max(top + 20.0 + 16.0 * entries as f64)
+}
+
+/// A tick label: the value to three significant digits, trailing zeros dropped
+/// (0.25 stays 0.25, 1000 stays 1000).
+fn tick(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return "0".into();
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 
@@ -90,7 +113,8 @@ pub fn bar_chart(
     y_label: &str,
     colors: &Colors,
 ) -> String {
-    let (w, h, left, top, bottom, right) = (760.0, 300.0, 60.0, 30.0, 60.0, 170.0);
+    let (w, left, top, bottom, right) = (760.0, 60.0, 30.0, 80.0, 170.0);
+    let h = height_for_legend(320.0, top, series.len());
     let plot_w = w - left - right;
     let plot_h = h - top - bottom;
     let max = nice_max(
@@ -114,11 +138,11 @@ pub fn bar_chart(
         let y = top + plot_h - plot_h * k as f64 / 4.0;
         let _ = write!(
             s,
-            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{:.2}</text>"##,
+            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{}</text>"##,
             left + plot_w,
             left - 4.0,
             y + 3.0,
-            v
+            tick(v)
         );
     }
     let _ = write!(
@@ -167,13 +191,21 @@ pub fn bar_chart(
                 v
             );
         }
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"#,
-            gx + gw / 2.0,
-            top + plot_h + 14.0,
-            esc(cat)
-        );
+        // Labels that would not fit their group's width are slanted, never overlapped.
+        let (x, y) = (gx + gw / 2.0, top + plot_h + 14.0);
+        if cat.chars().count() as f64 * 6.0 > gw {
+            let _ = write!(
+                s,
+                r#"<text x="{x:.1}" y="{y}" font-size="10" text-anchor="end" transform="rotate(-35 {x:.1} {y})">{}</text>"#,
+                esc(cat)
+            );
+        } else {
+            let _ = write!(
+                s,
+                r#"<text x="{x:.1}" y="{y}" font-size="10" text-anchor="middle">{}</text>"#,
+                esc(cat)
+            );
+        }
     }
     let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
     s.push_str(&legend(&names, colors, w - right + 10.0, top + 10.0));
@@ -190,7 +222,8 @@ pub fn line_chart(
     y_max: Option<f64>,
     colors: &Colors,
 ) -> String {
-    let (w, h, left, top, bottom, right) = (760.0, 280.0, 60.0, 30.0, 45.0, 170.0);
+    let (w, left, top, bottom, right) = (760.0, 60.0, 30.0, 45.0, 170.0);
+    let h = height_for_legend(280.0, top, series.len());
     let plot_w = w - left - right;
     let plot_h = h - top - bottom;
     let x_max = nice_max(
@@ -222,13 +255,13 @@ pub fn line_chart(
         let x = left + plot_w * k as f64 / 4.0;
         let _ = write!(
             s,
-            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{:.2}</text><text x="{x}" y="{}" font-size="10" text-anchor="middle">{:.1}</text>"##,
+            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="10" text-anchor="end">{}</text><text x="{x}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
             left + plot_w,
             left - 4.0,
             y + 3.0,
-            y_top * k as f64 / 4.0,
+            tick(y_top * k as f64 / 4.0),
             top + plot_h + 14.0,
-            x_max * k as f64 / 4.0
+            tick(x_max * k as f64 / 4.0)
         );
     }
     let _ = write!(
@@ -327,6 +360,92 @@ fn fmt(v: f64, digits: usize) -> String {
     }
 }
 
+/// The cells of a Markdown table row: split at `|` but not at an escaped `\|`, which
+/// becomes a literal bar.
+fn table_cells(row: &str) -> Vec<String> {
+    let inner = row.trim().trim_start_matches('|');
+    let inner = inner.strip_suffix('|').unwrap_or(inner);
+    let mut cells = vec![String::new()];
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                chars.next();
+                cells.last_mut().unwrap().push('|');
+            }
+            '|' => cells.push(String::new()),
+            _ => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells.iter().map(|c| c.trim().to_string()).collect()
+}
+
+/// A table cell's inline Markdown as HTML: `**strong**`, `*em*`/`_em_`,
+/// `` `code` `` and `[text](url)` (kept as its text: the report links nothing out),
+/// everything else escaped.
+pub fn inline_markdown(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    let (mut strong, mut em) = (false, false);
+    let mut prev: Option<char> = None;
+    while let Some(c) = rest.chars().next() {
+        if let Some(r) = rest.strip_prefix("**") {
+            out.push_str(if strong { "</strong>" } else { "<strong>" });
+            strong = !strong;
+            rest = r;
+        } else if c == '`' {
+            match rest[1..].find('`') {
+                Some(end) => {
+                    let _ = write!(out, "<code>{}</code>", esc(&rest[1..1 + end]));
+                    rest = &rest[end + 2..];
+                }
+                None => {
+                    out.push('`');
+                    rest = &rest[1..];
+                }
+            }
+        } else if c == '[' {
+            let link = rest
+                .find("](")
+                .and_then(|m| rest[m..].find(')').map(|e| (m, m + e)));
+            match link {
+                Some((m, e)) => {
+                    out.push_str(&inline_markdown(&rest[1..m]));
+                    rest = &rest[e + 1..];
+                }
+                None => {
+                    out.push('[');
+                    rest = &rest[1..];
+                }
+            }
+        } else if (c == '*' || c == '_') && {
+            // `_` inside a word (snake_case) is a letter, as in CommonMark.
+            let next = rest[1..].chars().next();
+            let word = |x: Option<char>| c == '_' && x.is_some_and(char::is_alphanumeric);
+            if em {
+                !word(next)
+            } else {
+                next.is_some_and(|n| !n.is_whitespace()) && rest[1..].contains(c) && !word(prev)
+            }
+        } {
+            out.push_str(if em { "</em>" } else { "<em>" });
+            em = !em;
+            rest = &rest[1..];
+        } else {
+            out.push_str(&esc(&rest[..c.len_utf8()]));
+            rest = &rest[c.len_utf8()..];
+        }
+        prev = Some(c);
+    }
+    if em {
+        out.push_str("</em>");
+    }
+    if strong {
+        out.push_str("</strong>");
+    }
+    out
+}
+
 /// A claims table from a policy page: (page, header cells, rows of cells).
 type ClaimsTable = (&'static str, Vec<String>, Vec<Vec<String>>);
 
@@ -346,11 +465,7 @@ fn claims() -> Vec<ClaimsTable> {
             if !in_claims || !t.starts_with('|') {
                 continue;
             }
-            let cells: Vec<String> = t
-                .trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_string())
-                .collect();
+            let cells = table_cells(t);
             if cells
                 .iter()
                 .all(|c| c.chars().all(|ch| ch == '-' || ch == ':' || ch == ' '))
@@ -703,7 +818,7 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
             esc(name),
             header
                 .iter()
-                .map(|c| format!("<th class=\"l\">{}</th>", esc(c)))
+                .map(|c| format!("<th class=\"l\">{}</th>", inline_markdown(c)))
                 .collect::<String>()
         );
         for r in rows {
@@ -711,7 +826,7 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
                 h,
                 "<tr>{}</tr>",
                 r.iter()
-                    .map(|c| format!("<td class=\"l\">{}</td>", esc(c)))
+                    .map(|c| format!("<td class=\"l\">{}</td>", inline_markdown(c)))
                     .collect::<String>()
             );
         }
@@ -779,4 +894,59 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
     }
     h.push_str("</table></section>\n</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_keep_their_digits() {
+        let labels: Vec<String> = [0.0, 0.25, 0.5, 0.75, 1.0, 2.5, 1250.0, 0.0125]
+            .into_iter()
+            .map(tick)
+            .collect();
+        assert_eq!(
+            labels,
+            ["0", "0.25", "0.5", "0.75", "1", "2.5", "1250", "0.0125"]
+        );
+    }
+
+    #[test]
+    fn claims_cells_keep_escaped_bars_and_render_inline_markdown() {
+        assert_eq!(
+            table_cells(r"| a \| b | **partly** |"),
+            ["a | b", "**partly**"]
+        );
+        assert_eq!(
+            inline_markdown("**partly**: `scan_size_mb` <2, _see_ [docs](x.md); snake_case"),
+            "<strong>partly</strong>: <code>scan_size_mb</code> &lt;2, <em>see</em> docs; snake_case"
+        );
+        assert_eq!(inline_markdown("2 * 3 = 6"), "2 * 3 = 6");
+    }
+
+    #[test]
+    fn every_policy_of_a_full_report_has_its_own_colour_and_legend_row() {
+        let names: Vec<String> = tierkit_policies::PolicyConfig::names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let colors = Colors::new(names.iter().cloned());
+        let mut used: Vec<&str> = names.iter().map(|n| colors.of(n)).collect();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), names.len(), "a colour repeats");
+        let series: Vec<(String, Vec<f64>)> =
+            names.iter().map(|n| (n.clone(), vec![1.0])).collect();
+        let svg = bar_chart("t", &["w".into()], &series, "y", &colors);
+        let height: f64 = svg
+            .split("height=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let last_legend_y = 30.0 + 10.0 + 16.0 * (names.len() - 1) as f64;
+        assert!(last_legend_y < height, "legend cut at {height}");
+    }
 }
