@@ -92,8 +92,12 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "1/8,1/64,1/256")]
         rates: Vec<String>,
     },
-    /// List policies, workloads and machines with their parameters and defaults.
-    List,
+    /// List policies, workloads, machines and suites (a section in full with its name).
+    List {
+        /// One section with every parameter and default: policies, workloads,
+        /// machines or suites. Default: a short index of all of them.
+        section: Option<list::Section>,
+    },
     /// Record, import or capture access traces, or inspect one (see docs/traces.md).
     #[command(subcommand)]
     Trace(tierkit::trace_cmd::TraceCommand),
@@ -244,7 +248,10 @@ fn real_main() -> Result<()> {
                 println!("report: {}", report.display());
             }
         }
-        Command::List => print!("{}", list::listing()),
+        Command::List { section } => match section {
+            Some(sec) => print!("{}", list::section(sec)),
+            None => print!("{}", list::index()),
+        },
         Command::Doctor { json } => std::process::exit(tierkit::live_cmd::doctor(json)),
         Command::Run { live, command } => {
             std::process::exit(tierkit::live_cmd::run(&command, &live))

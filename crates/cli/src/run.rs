@@ -176,6 +176,9 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
     for (k, v) in &s.policy_stats {
         row(&mut t, k, format!("{v}"));
     }
+    if let Some(why) = why_nothing_was_promoted(s) {
+        row(&mut t, "why no promotion", why);
+    }
     row(
         &mut t,
         "wall time",
@@ -186,6 +189,33 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
         ),
     );
     t
+}
+
+/// A run that tried to promote and never could: say why, as far as the summary can
+/// tell (a full fast tier that the policy never made room in).
+fn why_nothing_was_promoted(s: &tierkit_sim::metrics::Summary) -> Option<String> {
+    if s.promoted_pages > 0 {
+        return None;
+    }
+    let failed: f64 = s
+        .policy_stats
+        .iter()
+        .filter(|(k, _)| k.contains("failed"))
+        .map(|(_, v)| *v)
+        .sum::<f64>()
+        + s.failed_migrations as f64;
+    let fast = s.tiers.first()?;
+    // Full but for the free reserve the watermarks keep (a few percent at most).
+    let full = fast.used_pages as f64 >= 0.95 * fast.capacity_pages as f64;
+    (failed > 0.0 && full).then(|| {
+        format!(
+            "the fast tier ended full ({} / {} pages, the rest its watermark reserve) and {} freed no room in it: its {failed} failed promotions found no free fast page ({})",
+            fast.used_pages,
+            fast.capacity_pages,
+            s.policy,
+            if s.demoted_pages == 0 { "it demoted nothing" } else { "its demotions did not keep up" }
+        )
+    })
 }
 
 /// The files a run writes into `--out`.
@@ -253,6 +283,36 @@ mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    /// Issue 16: a run whose promotions all failed says why. autonuma on a small GUPS
+    /// whose first touches fill the fast tier never demotes, so nothing is promoted;
+    /// memtis on the same run promotes and gets no such line.
+    #[test]
+    fn a_run_that_promoted_nothing_says_why() {
+        let mut c = cfg("autonuma", "1");
+        c.policy = tierkit_policies::PolicyConfig::Autonuma(tierkit_policies::AutonumaConfig {
+            scan: tierkit_policies::numa_scan::NumaScanConfig {
+                scan_delay_ms: 1,
+                scan_period_min_ms: 10,
+                ..Default::default()
+            },
+        });
+        let s = simulate(&c, false).unwrap().summary;
+        assert_eq!(s.promoted_pages, 0);
+        let why = why_nothing_was_promoted(&s).unwrap_or_else(|| {
+            panic!(
+                "no reason: {:?} {:?} {}",
+                s.policy_stats, s.tiers, s.failed_migrations
+            )
+        });
+        assert!(
+            why.contains("autonuma freed no room") && why.contains("demoted nothing"),
+            "{why}"
+        );
+        let s = simulate(&cfg("hemem", "1"), false).unwrap().summary;
+        assert!(s.promoted_pages > 0);
+        assert_eq!(why_nothing_was_promoted(&s), None);
     }
 
     /// Generate once, replay many (issue 15): a run replaying a recording gives the

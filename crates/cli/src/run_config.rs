@@ -11,8 +11,9 @@ use tierkit_workloads::WorkloadConfig;
 pub const DEFAULT_SEED: u64 = 42;
 /// Default workload of `tierkit sim`.
 pub const DEFAULT_WORKLOAD: &str = "gups";
-/// Default policy of `tierkit sim`.
-pub const DEFAULT_POLICY: &str = "autonuma";
+/// Default policy of `tierkit sim`: MEMTIS, one of the five systems tierkit exists
+/// for, visibly tiering on the default GUPS (its hot set starts in the slow tier).
+pub const DEFAULT_POLICY: &str = "memtis";
 
 fn default_seed() -> u64 {
     DEFAULT_SEED
