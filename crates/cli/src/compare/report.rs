@@ -168,6 +168,9 @@ pub fn bar_chart(
         .unwrap_or(1)
         .max(1) as f64;
     let bw = (gw * 0.8 / nb).max(1.0);
+    let slant = categories
+        .iter()
+        .any(|c| c.chars().count() as f64 * 6.0 > gw);
     for (gi, cat) in categories.iter().enumerate() {
         let gx = left + gi as f64 * gw;
         let mut slot = 0.0;
@@ -191,9 +194,10 @@ pub fn bar_chart(
                 v
             );
         }
-        // Labels that would not fit their group's width are slanted, never overlapped.
+        // When a label would not fit its group's width, all are slanted (never
+        // overlapped).
         let (x, y) = (gx + gw / 2.0, top + plot_h + 14.0);
-        if cat.chars().count() as f64 * 6.0 > gw {
+        if slant {
             let _ = write!(
                 s,
                 r#"<text x="{x:.1}" y="{y}" font-size="10" text-anchor="end" transform="rotate(-35 {x:.1} {y})">{}</text>"#,
