@@ -683,12 +683,15 @@ impl AutotieringConfig {
     /// Sampled simulation: the free-page pool kept for promotions is memory and scales
     /// (at least one page of each kind). The scanner's address-space step does not.
     pub fn scale_space(&mut self, s: SpaceScale) {
+        // The refill level stays below the pool's size (a fault promotes only from a
+        // pool above it): at 1/64, 16 and 4 pages become 1 and 0, not 1 and 1, which
+        // never promoted at all.
         self.pool_max_pages = s.count(self.pool_max_pages);
-        self.pool_min_pages = s.count(self.pool_min_pages).min(self.pool_max_pages);
+        self.pool_min_pages = s.count(self.pool_min_pages).min(self.pool_max_pages - 1);
         self.pool_max_huge_pages = s.count(self.pool_max_huge_pages);
         self.pool_min_huge_pages = s
             .count(self.pool_min_huge_pages)
-            .min(self.pool_max_huge_pages);
+            .min(self.pool_max_huge_pages - 1);
     }
 }
 

@@ -332,6 +332,19 @@ mod tests {
         assert!(PolicyConfig::default_for("nope").is_none());
     }
 
+    /// Every policy's default configuration, scaled to any sample rate, is still a
+    /// valid one (autotiering's pool at 1/64 was not, and never promoted).
+    #[test]
+    fn scaled_defaults_stay_valid_at_every_rate() {
+        for name in PolicyConfig::names() {
+            let c = PolicyConfig::default_for(name).unwrap();
+            for n in (1..=12).map(|k| 1u32 << k) {
+                let scaled = c.scaled(SpaceScale::new(1.0 / n as f64));
+                assert_eq!(scaled.validate(), Ok(()), "{name} at 1/{n}");
+            }
+        }
+    }
+
     /// Sampled simulation (issue 15): exact scale changes nothing, and at 1/64 exactly
     /// the extensive parameters each policy page lists change, each by the rate.
     #[test]
@@ -408,8 +421,13 @@ mod tests {
             for f in *fields {
                 let (x, y) = (&a[*f], &b[*f]);
                 if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
-                    // An integer count: rounded, and never below 1.
-                    assert_eq!(y, ((x as f64 / 64.0).round() as u64).max(1), "{name}.{f}");
+                    // An integer count: rounded, and never below 1 — but a pool's refill
+                    // level stays below the pool's size.
+                    let mut want = ((x as f64 / 64.0).round() as u64).max(1);
+                    if f.starts_with("pool_min") {
+                        want = want.min(b[&f.replace("min", "max")].as_u64().unwrap() - 1);
+                    }
+                    assert_eq!(y, want, "{name}.{f}");
                 } else if let (Some(x), Some(y)) = (x.as_f64(), y.as_f64()) {
                     let want = if f.ends_with("_us") {
                         x * 64.0

@@ -155,12 +155,6 @@ impl PetConfig {
                 self.mis_demotion_penalty_us
             ));
         }
-        if self.th_total() == 0 {
-            return Err(format!(
-                "policy.tolerable_slowdown_pct × canary_ratio_pct / mis_demotion_penalty_us × sampling_interval_ms gives th_total = 0 (R_promo = {:.1}/s); raise one of them",
-                self.r_promo()
-            ));
-        }
         Ok(())
     }
 

@@ -26,9 +26,12 @@ pub fn r_promo(tolerable_slowdown_pct: f64, canary_ratio_pct: f64, penalty_us: f
     (tolerable_slowdown_pct / 100.0) * (canary_ratio_pct / 100.0) / (penalty_us * 1e-6)
 }
 
-/// th_total: whole faults per sampling interval of `sampling_interval_ms`.
+/// th_total: whole faults per sampling interval of `sampling_interval_ms`, at least
+/// one (a budget below one fault per interval — a sampled run at 1/256, or a tiny
+/// tolerable slowdown — is reached by the interval's first fault, which is what a
+/// fractional budget would do too).
 pub fn th_total(r_promo_per_s: f64, sampling_interval_ms: u64) -> u64 {
-    (r_promo_per_s * sampling_interval_ms as f64 / 1000.0).floor() as u64
+    ((r_promo_per_s * sampling_interval_ms as f64 / 1000.0).floor() as u64).max(1)
 }
 
 /// th_block of a DEMOTED block of `pages` when all DEMOTED blocks hold `total_pages`.
@@ -166,6 +169,8 @@ mod tests {
         // Thermostat's own penalty (1 µs) without canaries: 3% / 1 µs = 30 000/s.
         assert!((r_promo(3.0, 100.0, 1.0) - 30_000.0).abs() < 1e-6);
         assert_eq!(th_total(r, 1000), 361);
+        // Below one fault per interval (PET at 1/256: R_promo 1.4/s): one.
+        assert_eq!(th_total(r / 256.0, 500), 1);
         // th_block in proportion to size.
         assert_eq!(th_block(180, 1, 4), 45.0);
         assert_eq!(th_block(180, 3, 4), 135.0);
