@@ -689,8 +689,11 @@ impl Kswapd {
         } else {
             self.idle_scanned[t] = 0;
         }
-        let busy_ns =
-            nr_demoted * self.cfg.demote_ns_per_page + scanned * self.cfg.scan_ns_per_page;
+        // One kswapd thread: in a sampled run each page it handles stands for N, so a
+        // batch occupies it N times as long and it reclaims at the full machine's pace.
+        let busy_ns = (nr_demoted * self.cfg.demote_ns_per_page
+            + scanned * self.cfg.scan_ns_per_page)
+            * mech.pages_per_simulated_page();
         self.awake[t] = true;
         mech.schedule(
             mech.now() + busy_ns.max(1),

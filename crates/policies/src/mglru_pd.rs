@@ -457,8 +457,10 @@ impl MglruPd {
         self.stats.kswapd_demoted_pages += demoted;
         mech.charge_cpu(looked * LIST_OP_NS);
         if demoted > 0 && mech.free_pages(TierId::FAST) < target {
-            let busy = demoted * self.cfg.kswapd.demote_ns_per_page
-                + looked * self.cfg.kswapd.scan_ns_per_page;
+            // Each sampled page stands for N: kswapd's pace is the full machine's.
+            let busy = (demoted * self.cfg.kswapd.demote_ns_per_page
+                + looked * self.cfg.kswapd.scan_ns_per_page)
+                * mech.pages_per_simulated_page();
             self.kswapd_awake = true;
             mech.schedule(mech.now() + busy.max(1), KSWAPD_TIMER, Runner::Kthread);
         }

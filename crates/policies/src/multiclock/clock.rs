@@ -684,7 +684,9 @@ impl ClockCore {
             self.kswapd_idle_scanned[t] = 0;
         }
         let k = &self.params.kswapd;
-        let busy_ns = demoted * k.demote_ns_per_page + scanned * k.scan_ns_per_page;
+        // Each sampled page stands for N: kswapd's pace is the full machine's.
+        let busy_ns = (demoted * k.demote_ns_per_page + scanned * k.scan_ns_per_page)
+            * mech.pages_per_simulated_page();
         self.kswapd_awake[t] = true;
         mech.schedule(
             mech.now() + busy_ns.max(1),

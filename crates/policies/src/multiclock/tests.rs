@@ -22,6 +22,8 @@ pub(crate) struct FakeMech {
     pages: BTreeMap<Vpn, (TierId, bool)>,
     timers: Vec<(Nanos, TimerId)>,
     locked: Vec<Vpn>,
+    /// Pages of the full machine each page here stands for (a sampled run's N).
+    pub(crate) weight: u64,
 }
 
 impl FakeMech {
@@ -42,6 +44,7 @@ impl FakeMech {
             pages: BTreeMap::new(),
             timers: Vec::new(),
             locked: Vec::new(),
+            weight: 1,
         }
     }
 
@@ -140,6 +143,9 @@ impl Mechanisms for FakeMech {
     }
     fn rss_pages(&self, _pid: Pid) -> u64 {
         self.pages.len() as u64
+    }
+    fn pages_per_simulated_page(&self) -> u64 {
+        self.weight
     }
     fn page(&self, _pid: Pid, vpn: Vpn) -> Option<PageInfo> {
         self.pages
@@ -484,6 +490,40 @@ fn when_full_each_promotion_causes_a_demotion() {
     for v in SLOW_BASE..SLOW_BASE + nr {
         assert_eq!(m.tier_of(v), FAST);
     }
+}
+
+/// kswapd is one thread whose pace is the full machine's: in a sampled run (each page
+/// standing for N) the same reclaim takes N times as long in machine time, as the N
+/// times as many pages it stands for would (it was as fast as exact: N times too fast).
+#[test]
+fn sampled_kswapd_takes_n_times_as_long_for_the_same_pages() {
+    let reclaim_time = |weight: u64| {
+        let (min, low, high) = (100, 125, 400);
+        let mut m = FakeMech::with_fast(4096, (min, low, high));
+        m.weight = weight;
+        let mut p = policy(MultiClockConfig::default(), &mut m);
+        for v in 0..4096 - min {
+            m.alloc(&mut p, v, FAST);
+        }
+        for v in SLOW_BASE..SLOW_BASE + 200 {
+            m.alloc(&mut p, v, SLOW);
+        }
+        climb_to_promote_list(&mut p, &mut m, SLOW_BASE, 200);
+        for v in SLOW_BASE..SLOW_BASE + 200 {
+            m.touch(v);
+        }
+        m.kpromoted(&mut p);
+        assert!(m.kswapd_pending());
+        let start = m.now;
+        m.run_kswapd(&mut p);
+        assert!(m.free(FAST) >= high);
+        (m.now - start, p.core().stats.demoted_pages)
+    };
+    let (t1, d1) = reclaim_time(1);
+    let (t8, d8) = reclaim_time(8);
+    assert_eq!(d1, d8, "the same reclaim");
+    assert!(t1 > 0);
+    assert_eq!(t8, 8 * t1, "exact {t1} ns, sampled {t8} ns");
 }
 
 /// Oracle 17: reclaim deactivates (9) only while `inactive · int_sqrt(10·GB) <
