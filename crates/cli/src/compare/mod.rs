@@ -688,7 +688,7 @@ const STATIC_POLICIES: &[&str] = &["all-fast", "first-touch"];
 /// Migrating policies that moved no page in any run of the board. A researcher
 /// reading the leaderboard must not mistake "did not act within these runs" for "acts
 /// and loses": a policy whose periods, sample counts or quota ramps are longer than the
-/// runs ties with first-touch for that reason alone (docs/compare.md, "Short runs").
+/// runs ties with first-touch for that reason alone (docs/compare.md, "Policies that move little or nothing").
 pub fn idle_policies(board: &[Standing]) -> Vec<String> {
     board
         .iter()
@@ -702,10 +702,10 @@ pub fn idle_note(board: &[Standing]) -> Option<String> {
     let idle = idle_policies(board);
     (!idle.is_empty()).then(|| {
         format!(
-            "note: {} moved no page in any run, so they tie with first-touch here; usually \
-             the runs are shorter than their periods, sample counts or quota ramps \
-             (docs/compare.md, \"Short runs\", says why for each)",
-            idle.join(", ")
+            "note: {} moved no page in any run, so {} with first-touch here \
+             (docs/compare.md, \"Policies that move little or nothing\", says why for each)",
+            idle.join(", "),
+            if idle.len() == 1 { "it ties" } else { "they tie" }
         )
     })
 }
