@@ -179,7 +179,7 @@ fn render_in_chromium(path: &Path) {
             "--disable-sync",
             "--enable-logging=stderr",
             "--v=0",
-            "--window-size=1200,4000",
+            "--window-size=1400,4000",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--screenshot={}", shot.display()))
