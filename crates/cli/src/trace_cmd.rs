@@ -293,13 +293,18 @@ pub fn capture(
             }
             d.to_path_buf()
         }
-        None => std::env::temp_dir().join(format!(
-            "tierkit-capture-{}-{}",
-            std::process::id(),
-            out.file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default()
-        )),
+        None => {
+            let d = std::env::temp_dir().join(format!(
+                "tierkit-capture-{}-{}",
+                std::process::id(),
+                out.file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default()
+            ));
+            // Ours by name: a leftover of an earlier capture must not join this one.
+            let _ = std::fs::remove_dir_all(&d);
+            d
+        }
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let result = capture_into(valgrind, command, out, settings, &dir, &mut opts);
@@ -461,16 +466,30 @@ impl LogProgress {
     }
 }
 
-/// Drop a log's last line if it was cut mid-way (the program was stopped).
+/// Drop a log's last line if it was cut mid-way (the program was stopped). Reads
+/// only the log's tail: logs run to gigabytes.
 fn cut_partial_line(log: &Path) -> Result<()> {
-    let bytes = std::fs::read(log).with_context(|| format!("cannot read {}", log.display()))?;
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    if keep < bytes.len() {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(log)
-            .with_context(|| format!("cannot open {}", log.display()))?;
-        f.set_len(keep as u64)
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(log)
+        .with_context(|| format!("cannot open {}", log.display()))?;
+    let len = f.metadata()?.len();
+    let from = len.saturating_sub(1 << 16);
+    f.seek(SeekFrom::Start(from))?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail)
+        .with_context(|| format!("cannot read {}", log.display()))?;
+    // A lackey line is far shorter than 64 KiB, so the tail holds the last newline
+    // unless the log has none at all.
+    let keep = from
+        + tail
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i as u64 + 1);
+    if keep < len {
+        f.set_len(keep)
             .with_context(|| format!("cannot cut {}", log.display()))?;
     }
     Ok(())

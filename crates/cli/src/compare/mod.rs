@@ -705,7 +705,11 @@ pub fn idle_note(board: &[Standing]) -> Option<String> {
             "note: {} moved no page in any run, so {} with first-touch here \
              (docs/compare.md, \"Policies that move little or nothing\", says why for each)",
             idle.join(", "),
-            if idle.len() == 1 { "it ties" } else { "they tie" }
+            if idle.len() == 1 {
+                "it ties"
+            } else {
+                "they tie"
+            }
         )
     })
 }
