@@ -213,6 +213,9 @@ pub fn import_lackey_logs<R: BufRead, W: Write + Seek>(
     let mut sink = Sink::new(TraceWriter::new(out)?, opts.mlp);
     let mut lines = 0;
     for (i, (name, input)) in inputs.into_iter().enumerate() {
+        if opts.max_accesses.is_some_and(|max| sink.accesses >= max) {
+            break; // the cap is reached: later processes are not in the trace
+        }
         lackey::convert_process(input, &mut sink, opts, i as u64)
             .map_err(|e| TraceError::new(format!("{name}: {e}")))?;
         lines += sink.stats.lines;
