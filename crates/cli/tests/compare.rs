@@ -62,8 +62,9 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     let csv1 = std::fs::read_to_string(one.join("results.csv")).unwrap();
     let csv2 = std::fs::read_to_string(two.join("results.csv")).unwrap();
     assert_eq!(csv1, csv2, "results depend on --jobs");
-    // 2 workloads × (all-fast + 2 ratios × (first-touch, autonuma, oracle)) = 14 runs.
-    assert_eq!(csv1.lines().count(), 1 + 14, "{csv1}");
+    // 2 workloads × (all-fast + 2 ratios × (first-touch, autonuma, oracle,
+    // oracle-static)) = 18 runs.
+    assert_eq!(csv1.lines().count(), 1 + 18, "{csv1}");
     // stderr is not a terminal here: one progress line per finished run (issue 16).
     let progress = String::from_utf8_lossy(&first.stderr);
     assert_eq!(
@@ -71,10 +72,10 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
             .lines()
             .filter(|l| l.starts_with('[') && l.ends_with(" s)"))
             .count(),
-        14,
+        18,
         "{progress}"
     );
-    assert!(progress.contains("[14/14] "), "{progress}");
+    assert!(progress.contains("[18/18] "), "{progress}");
     let header = csv1.lines().next().unwrap();
     // Columns in the documented order (docs/compare.md), not alphabetical (issue 16).
     assert!(
@@ -85,7 +86,7 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     );
     for col in [
         "slowdown",
-        "oracle_far_gap",
+        "bound_far_gap",
         "precision",
         "recall",
         "f1",
@@ -113,10 +114,30 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
         }
         assert!(r["sim_seconds"].as_f64().unwrap() > 0.0);
     }
+    // The bound of a cell is the faster of oracle and oracle-static (issue 22).
+    let rows = results.as_array().unwrap();
+    for r in rows.iter().filter(|r| r["policy"] != "all-fast") {
+        let secs = |p: &str| {
+            rows.iter()
+                .find(|x| {
+                    x["workload"] == r["workload"] && x["ratio"] == r["ratio"] && x["policy"] == p
+                })
+                .and_then(|x| x["sim_seconds"].as_f64())
+                .unwrap()
+        };
+        let (o, s) = (secs("oracle"), secs("oracle-static"));
+        let want = if s < o { "oracle-static" } else { "oracle" };
+        assert_eq!(r["bound_policy"], want, "{r}");
+        let ratio = r["sim_seconds"].as_f64().unwrap() / o.min(s);
+        assert!(
+            (r["bound_runtime_ratio"].as_f64().unwrap() - ratio).abs() < 1e-9,
+            "{r}"
+        );
+    }
     // A rerun into the same directory reuses every run and writes the same results.
     let again = compare(&one, &cfg, "2");
     let err = String::from_utf8_lossy(&again.stderr);
-    assert!(err.contains("reused 14 of 14"), "{err}");
+    assert!(err.contains("reused 18 of 18"), "{err}");
     assert_eq!(
         std::fs::read_to_string(one.join("results.csv")).unwrap(),
         csv1

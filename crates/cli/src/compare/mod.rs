@@ -2,7 +2,7 @@
 //!
 //! A comparison is a matrix — workloads × machines × fast:slow ratios × policies —
 //! plus the reference runs every row is measured against (`all-fast` per workload and
-//! machine, `first-touch` and `oracle` per cell). Runs are independent and each is
+//! machine, `first-touch`, `oracle` and `oracle-static` per cell). Runs are independent and each is
 //! single-threaded and deterministic, so they run in parallel (`--jobs`) without
 //! changing any result. Each run lives in `OUT/runs/<id>/`, where `<id>` ends in a
 //! hash of the run's full configuration: rerunning into the same `OUT` reuses every
@@ -33,7 +33,12 @@ use tierkit_workloads::recorded::Recording;
 use tierkit_workloads::WorkloadConfig;
 
 /// The policies every cell is measured against.
-pub const REFERENCES: &[&str] = &["all-fast", "first-touch", "oracle"];
+pub const REFERENCES: &[&str] = &["all-fast", "first-touch", "oracle", "oracle-static"];
+
+/// The clairvoyant references. Neither is a proven bound (a per-epoch top-k pays for
+/// its moves and can lose to a placement that never moves), so a cell's bound is
+/// whichever of them ran faster there.
+pub const CLAIRVOYANT: &[&str] = &["oracle", "oracle-static"];
 
 /// A comparison matrix as written in TOML (`--config FILE`, or a built-in suite).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -175,10 +180,12 @@ pub struct ResultRow {
     pub slowdown: f64,
     /// Share of memory accesses served by the fast tier.
     pub fast_access_ratio: f64,
-    /// Oracle's fast access ratio minus this one.
-    pub oracle_far_gap: f64,
-    /// Runtime over the oracle's.
-    pub oracle_runtime_ratio: f64,
+    /// The cell's best clairvoyant reference ([`CLAIRVOYANT`], the faster one).
+    pub bound_policy: String,
+    /// The bound's fast access ratio minus this one.
+    pub bound_far_gap: f64,
+    /// Runtime over the bound's (below 1: this run beat both clairvoyant references).
+    pub bound_runtime_ratio: f64,
     /// Mean precision of fast-tier contents against each epoch's hot set.
     pub precision: f64,
     /// Mean recall.
@@ -496,7 +503,7 @@ pub fn plan(
                 &mut runs,
             )?;
             for r in &ratios {
-                for reference in ["first-touch", "oracle"] {
+                for reference in &REFERENCES[1..] {
                     if !policies.iter().any(|p| p == reference) {
                         add(reference, r, true, &mut runs)?;
                     }
@@ -614,7 +621,10 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
         .map(|x| {
             let s = &x.summary;
             let fast = find(&x.workload, &x.machine, None, "all-fast");
-            let oracle = find(&x.workload, &x.machine, Some(&x.ratio), "oracle");
+            let bound = CLAIRVOYANT
+                .iter()
+                .filter_map(|p| find(&x.workload, &x.machine, Some(&x.ratio), p))
+                .min_by(|a, b| a.summary.sim_seconds.total_cmp(&b.summary.sim_seconds));
             let ft = find(&x.workload, &x.machine, Some(&x.ratio), "first-touch");
             let ratio = |a: f64, b: Option<f64>| b.filter(|b| *b > 0.0).map_or(f64::NAN, |b| a / b);
             ResultRow {
@@ -630,10 +640,11 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                 sim_seconds: s.sim_seconds,
                 slowdown: ratio(s.sim_seconds, fast.map(|f| f.summary.sim_seconds)),
                 fast_access_ratio: s.fast_access_ratio,
-                oracle_far_gap: oracle.map_or(f64::NAN, |o| {
-                    o.summary.fast_access_ratio - s.fast_access_ratio
+                bound_policy: bound.map_or(String::new(), |b| b.policy.clone()),
+                bound_far_gap: bound.map_or(f64::NAN, |b| {
+                    b.summary.fast_access_ratio - s.fast_access_ratio
                 }),
-                oracle_runtime_ratio: ratio(s.sim_seconds, oracle.map(|o| o.summary.sim_seconds)),
+                bound_runtime_ratio: ratio(s.sim_seconds, bound.map(|b| b.summary.sim_seconds)),
                 precision: s.placement_precision,
                 recall: s.placement_recall,
                 f1: s.placement_f1,
@@ -751,6 +762,27 @@ pub fn leaderboard(rows: &[ResultRow]) -> Vec<Standing> {
             .then(a.policy.cmp(&b.policy))
     });
     out
+}
+
+/// The cells where a policy ran faster than both clairvoyant references — possible,
+/// since they are heuristics, and worth knowing before calling either a bound.
+pub fn bound_note(rows: &[ResultRow]) -> Option<String> {
+    let beat: Vec<String> = rows
+        .iter()
+        .filter(|r| !CLAIRVOYANT.contains(&r.policy.as_str()) && r.bound_runtime_ratio < 1.0)
+        .map(|r| {
+            format!(
+                "{} on {} {} {} ({:.3}x of {})",
+                r.policy, r.workload, r.machine, r.ratio, r.bound_runtime_ratio, r.bound_policy
+            )
+        })
+        .collect();
+    (!beat.is_empty()).then(|| {
+        format!(
+            "note: faster than both clairvoyant references (oracle, oracle-static: heuristics, not proven bounds): {}",
+            beat.join("; ")
+        )
+    })
 }
 
 /// The compact stdout table.
@@ -984,6 +1016,10 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         report::render(&title, &spec, &records, &rows, &board, &failures),
     )?;
     let mut text = leaderboard_text(&board);
+    if let Some(note) = bound_note(&rows) {
+        text.push_str(&note);
+        text.push('\n');
+    }
     if let Some(note) = time_scale_note(&rows) {
         text.push_str(&note);
         text.push('\n');
@@ -1087,6 +1123,10 @@ mod tests {
             .collect();
         assert_eq!(names.iter().filter(|(p, _)| *p == "all-fast").count(), 1);
         assert_eq!(names.iter().filter(|(p, _)| *p == "oracle").count(), 2);
+        assert_eq!(
+            names.iter().filter(|(p, _)| *p == "oracle-static").count(),
+            2
+        );
         assert_eq!(names.iter().filter(|(p, _)| *p == "autonuma").count(), 2);
         let mut ids: Vec<_> = runs.iter().map(|r| r.id.clone()).collect();
         ids.sort();
