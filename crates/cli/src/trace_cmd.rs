@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Subcommand;
+use tierkit_workloads::trace::import::lackey::AccessCounter;
 use tierkit_workloads::trace::import::{
     import, import_lackey_logs, ImportFormat, ImportOptions, ImportStats,
 };
@@ -70,6 +71,10 @@ pub enum TraceCommand {
         /// damo: do not write every monitored page once before replaying.
         #[arg(long)]
         damo_no_init_touch: bool,
+        /// lackey: keep the accesses an L1 data cache would serve (dropped by default:
+        /// the simulated machine starts below the L1, docs/traces.md).
+        #[arg(long)]
+        keep_l1_hits: bool,
     },
     /// Run a program under Valgrind lackey and turn its memory accesses into a native trace.
     Capture {
@@ -97,6 +102,10 @@ pub enum TraceCommand {
         /// launcher script's own interpreter, say).
         #[arg(long)]
         no_follow: bool,
+        /// Keep the accesses an L1 data cache would serve (dropped by default: the
+        /// simulated machine starts below the L1, docs/traces.md).
+        #[arg(long)]
+        keep_l1_hits: bool,
         /// The program and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -132,10 +141,12 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             ns_per_instruction,
             damo_accesses_per_sample,
             damo_no_init_touch,
+            keep_l1_hits,
         } => {
             output::check_target(&out, &[&input], force)?;
             let format: ImportFormat = format.parse().map_err(|e: String| anyhow!(e))?;
             let mut opts = options(mlp, ns_per_instruction);
+            opts.l1_filter = !keep_l1_hits;
             if let Some(d) = damo_accesses_per_sample {
                 opts.damo_accesses_per_sample = d;
             }
@@ -153,6 +164,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             keep_log,
             max_accesses,
             no_follow,
+            keep_l1_hits,
             command,
         } => {
             let valgrind =
@@ -166,6 +178,7 @@ pub fn run(cmd: TraceCommand) -> Result<()> {
             }
             let mut opts = options(mlp, ns_per_instruction);
             opts.max_accesses = max_accesses;
+            opts.l1_filter = !keep_l1_hits;
             let start = Instant::now();
             let stats = capture(
                 &valgrind,
@@ -342,7 +355,7 @@ fn capture_into(
         .spawn()
         .with_context(|| format!("cannot start `{}`", valgrind.to_string_lossy()))?;
     let cmdline = command.join(" ");
-    let mut progress = LogProgress::default();
+    let mut progress = LogProgress::new(opts.l1_filter);
     let started = Instant::now();
     let mut last_report = Instant::now();
     let mut stopped_at = None;
@@ -413,18 +426,29 @@ fn capture_into(
     })
 }
 
-/// Data accesses logged so far by a running capture, counted from the logs' new
-/// bytes (` L` and ` S` lines one each, ` M` two; an access crossing cache lines,
-/// which the import splits, counts once).
-#[derive(Debug, Default)]
+/// Accesses logged so far by a running capture, counted from the logs' new bytes as
+/// the import will count them (`AccessCounter`: lines split at 64 bytes, a modify as
+/// two, L1 hits dropped unless kept), so that `--max-accesses` stops the program once
+/// the trace would hold N.
+#[derive(Debug)]
 struct LogProgress {
-    /// Per log: bytes read, and the incomplete last line read so far.
-    offsets: std::collections::BTreeMap<PathBuf, (u64, Vec<u8>)>,
+    /// Per log: bytes read, the incomplete last line read so far, and its counter.
+    logs_seen: std::collections::BTreeMap<PathBuf, (u64, Vec<u8>, AccessCounter)>,
+    l1_filter: bool,
     accesses: u64,
     logs: usize,
 }
 
 impl LogProgress {
+    fn new(l1_filter: bool) -> LogProgress {
+        LogProgress {
+            logs_seen: Default::default(),
+            l1_filter,
+            accesses: 0,
+            logs: 0,
+        }
+    }
+
     fn update(&mut self, dir: &Path) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -432,7 +456,11 @@ impl LogProgress {
         };
         for e in entries.flatten() {
             let path = e.path();
-            let (offset, carry) = self.offsets.entry(path.clone()).or_default();
+            let l1_filter = self.l1_filter;
+            let (offset, carry, counter) = self
+                .logs_seen
+                .entry(path.clone())
+                .or_insert_with(|| (0, Vec::new(), AccessCounter::new(l1_filter)));
             let Ok(mut f) = File::open(&path) else {
                 continue;
             };
@@ -441,6 +469,7 @@ impl LogProgress {
                 // Truncated by an exec: the new program starts its log afresh.
                 *offset = 0;
                 carry.clear();
+                *counter = AccessCounter::new(l1_filter);
             }
             if f.seek(SeekFrom::Start(*offset)).is_err() {
                 continue;
@@ -454,15 +483,11 @@ impl LogProgress {
             let complete = carry.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             self.accesses += carry[..complete]
                 .split(|&b| b == b'\n')
-                .map(|l| match l {
-                    [b' ', b'L' | b'S', _, ..] => 1,
-                    [b' ', b'M', _, ..] => 2, // a read then a write, as the import makes it
-                    _ => 0,
-                })
+                .map(|l| std::str::from_utf8(l).map_or(0, |l| counter.line(l)))
                 .sum::<u64>();
             carry.drain(..complete);
         }
-        self.logs = self.offsets.len();
+        self.logs = self.logs_seen.len();
     }
 }
 
@@ -578,6 +603,12 @@ fn import_line(out: &Path, s: &ImportStats, start: Instant) -> String {
     }
     if s.gaps_clamped > 0 {
         line += &format!("; {} gaps longer than 4.29 s cut", s.gaps_clamped);
+    }
+    if s.l1_hits_dropped > 0 {
+        line += &format!(
+            "; {} L1 hits dropped (--keep-l1-hits keeps them)",
+            s.l1_hits_dropped
+        );
     }
     line
 }

@@ -93,6 +93,7 @@ pub(crate) fn convert_process<R: BufRead, W: Write + Seek>(
     let mut clock = GapClock::default();
     let mut sys = Syscalls::default();
     let mut clamped = 0u64;
+    let mut l1 = opts.l1_filter.then(L1::default);
     while let Some((n, line)) = lines.next_line()? {
         let err = |why: String| line_error(WHAT, n, &why);
         if let Some(rest) = valgrind_message(line) {
@@ -142,26 +143,140 @@ pub(crate) fn convert_process<R: BufRead, W: Write + Seek>(
         if opts.max_accesses.is_some_and(|max| sink.accesses >= max) {
             break;
         }
-        let gap = clock.gap(instructions as f64 * opts.ns_per_instruction, &mut clamped);
-        instructions = 0;
+        // The gap goes to the event's first kept access; an event the L1 serves
+        // whole leaves its instructions to the next one.
+        let mut gap_due = true;
         let first_line = addr / LINE_BYTES;
         let last_line = (addr + size - 1) / LINE_BYTES;
         for (i, line_no) in (first_line..=last_line).enumerate() {
             let a = if i == 0 { addr } else { line_no * LINE_BYTES };
-            let g = if i == 0 { gap } else { 0 };
-            match kind {
-                'L' => sink.access(p, t, a, false, g)?,
-                'S' => sink.access(p, t, a, true, g)?,
-                _ => {
-                    sink.access(p, t, a, false, g)?;
-                    sink.access(p, t, a, true, 0)?;
-                }
+            let seen = match &mut l1 {
+                None => L1Outcome::Miss,
+                Some(c) => c.access(line_no, kind != 'L'),
+            };
+            let (read, write) = match (kind, seen) {
+                (_, L1Outcome::Hit) => (false, false),
+                ('L', _) => (true, false),
+                ('S', _) => (false, true),
+                (_, L1Outcome::Miss) => (true, true), // M: a read, then a write
+                (_, L1Outcome::FirstWrite) => (false, true),
+            };
+            if !(read || write) {
+                sink.stats.l1_hits_dropped += 1 + (kind == 'M') as u64;
+                continue;
+            }
+            let g = if std::mem::take(&mut gap_due) {
+                let g = clock.gap(instructions as f64 * opts.ns_per_instruction, &mut clamped);
+                instructions = 0;
+                g
+            } else {
+                0
+            };
+            if read {
+                sink.access(p, t, a, false, g)?;
+            }
+            if write {
+                sink.access(p, t, a, true, if read { 0 } else { g })?;
             }
         }
     }
     sink.stats.lines = lines.count();
     sink.stats.gaps_clamped += clamped;
     Ok(())
+}
+
+/// Counts the accesses a lackey log's lines will give the trace, as the import makes
+/// them (lines split at 64-byte boundaries, a modify as two, L1 hits dropped when
+/// filtering), for a capture that watches its log grow.
+#[derive(Debug, Clone)]
+pub struct AccessCounter {
+    l1: Option<L1>,
+}
+
+impl AccessCounter {
+    /// A counter for one process's log; `l1_filter` as [`ImportOptions::l1_filter`].
+    pub fn new(l1_filter: bool) -> AccessCounter {
+        AccessCounter {
+            l1: l1_filter.then(L1::default),
+        }
+    }
+
+    /// The accesses one log line adds (0 for anything but a well-formed ` L`, ` S` or
+    /// ` M` line).
+    pub fn line(&mut self, line: &str) -> u64 {
+        let Some((kind, addr, size)) = parse_event(line.trim()) else {
+            return 0;
+        };
+        if kind == 'I' || size == 0 || size > MAX_ACCESS_BYTES {
+            return 0;
+        }
+        let mut n = 0;
+        for line_no in addr / LINE_BYTES..=(addr + size - 1) / LINE_BYTES {
+            let seen = match &mut self.l1 {
+                None => L1Outcome::Miss,
+                Some(c) => c.access(line_no, kind != 'L'),
+            };
+            n += match (kind, seen) {
+                (_, L1Outcome::Hit) => 0,
+                ('M', L1Outcome::Miss) => 2,
+                _ => 1,
+            };
+        }
+        n
+    }
+}
+
+/// What the L1 filter saw of one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum L1Outcome {
+    /// Not held: the access reaches the simulated machine.
+    Miss,
+    /// Held clean and now written: the store is kept (the page becomes written).
+    FirstWrite,
+    /// Served by the L1: dropped.
+    Hit,
+}
+
+/// A 32 KiB, 8-way, 64-byte-line L1 data cache with LRU replacement and a dirty bit
+/// per line ([`ImportOptions::l1_filter`]).
+#[derive(Debug, Clone)]
+struct L1 {
+    /// Per set, ways most recent first: line number + 1 (0 = empty) and dirty.
+    ways: Vec<(u64, bool)>,
+}
+
+const L1_SETS: usize = 64;
+const L1_WAYS: usize = 8;
+
+impl Default for L1 {
+    fn default() -> Self {
+        L1 {
+            ways: vec![(0, false); L1_SETS * L1_WAYS],
+        }
+    }
+}
+
+impl L1 {
+    fn access(&mut self, line: u64, write: bool) -> L1Outcome {
+        let set = (line as usize % L1_SETS) * L1_WAYS;
+        let ways = &mut self.ways[set..set + L1_WAYS];
+        match ways.iter().position(|&(tag, _)| tag == line + 1) {
+            Some(w) => {
+                ways[..=w].rotate_right(1);
+                if write && !ways[0].1 {
+                    ways[0].1 = true;
+                    L1Outcome::FirstWrite
+                } else {
+                    L1Outcome::Hit
+                }
+            }
+            None => {
+                ways.rotate_right(1);
+                ways[0] = (line + 1, write);
+                L1Outcome::Miss
+            }
+        }
+    }
 }
 
 /// The text after a `==PID==`, `--PID--` or `**PID**` prefix.
@@ -355,8 +470,11 @@ mod tests {
     use tierkit_core::{Op, Workload, HUGE_PAGE_SIZE};
 
     fn run(input: &[u8]) -> Result<(Vec<u8>, ImportStats), String> {
+        // The conversion rules themselves, every access kept; the L1 filter has
+        // tests of its own.
         let opts = ImportOptions {
             ns_per_instruction: 1.0,
+            l1_filter: false,
             ..ImportOptions::default()
         };
         import(ImportFormat::Lackey, input, Cursor::new(Vec::new()), &opts)
@@ -519,6 +637,45 @@ SYSCALL[7,1](9) sys_mmap ( 0x0, 8192, 3, 34, 4294967295, 0 )
                 (0x800, true, 0)
             ]
         );
+    }
+
+    /// Issue 22, point 4: with the L1 filter (the default), repeated accesses to a
+    /// line are L1 hits and are dropped, their instructions joining the next kept
+    /// access's gap; a store to a line held clean is kept once; a ninth line of one
+    /// set evicts the least recently used.
+    #[test]
+    fn the_l1_filter_keeps_misses_and_first_writes_only() {
+        let opts = ImportOptions {
+            ns_per_instruction: 1.0,
+            ..ImportOptions::default()
+        };
+        assert!(opts.l1_filter, "on by default");
+        // Line 0x40 (addr 0x1000) read, read again, written, written again; then 8
+        // more lines of the same set (stride 64 lines = 4 KiB), evicting 0x1000,
+        // which is then a miss again.
+        let mut input = String::from(
+            "I  1,1\n L 1000,8\nI  1,1\n L 1008,8\nI  1,1\n S 1010,8\nI  1,1\n S 1018,8\n",
+        );
+        for k in 1..=8u64 {
+            input += &format!(" L {:x},8\n", 0x1000 + k * 0x1000);
+        }
+        input += " L 1000,8\n";
+        let (bytes, stats) = import(
+            ImportFormat::Lackey,
+            input.as_bytes(),
+            Cursor::new(Vec::new()),
+            &opts,
+        )
+        .map(|(c, s)| (c.into_inner(), s))
+        .unwrap();
+        let d = drain(&mut TraceWorkload::from_reader(Cursor::new(bytes), "x", 1.0).unwrap());
+        let acc: Vec<_> = accesses(&d.streams[0][0]).collect();
+        let mut want = vec![(0x1000, false, 1), (0x1010, true, 2)];
+        // The dropped second store's instruction goes to the next kept access.
+        want.extend((1..=8u64).map(|k| (0x1000 + k * 0x1000, false, (k == 1) as u32)));
+        want.push((0x1000, false, 0));
+        assert_eq!(acc, want);
+        assert_eq!(stats.l1_hits_dropped, 2);
     }
 
     #[test]

@@ -111,6 +111,13 @@ pub struct ImportOptions {
     /// address order) before replaying, so the monitored memory is resident as it
     /// was in the real process. Default true.
     pub damo_init_touch: bool,
+    /// lackey: drop the accesses a per-process L1 data cache (32 KiB, 8-way, 64-byte
+    /// lines, LRU) would serve. Lackey logs every load and store, most of them L1
+    /// hits (stack, loop variables), and the simulator would charge each an LLC hit;
+    /// the machine model starts below the L1 (`docs/machine.md`). A store to a line
+    /// the filter holds clean is kept, so written pages stay written. A dropped
+    /// access's instructions join the next kept access's gap. Default true.
+    pub l1_filter: bool,
     /// lackey: stop converting once the trace holds this many accesses (the event
     /// that reaches it is kept whole). `None` converts everything.
     pub max_accesses: Option<u64>,
@@ -125,6 +132,7 @@ impl Default for ImportOptions {
             ns_per_instruction: 0.3,
             damo_accesses_per_sample: 1.0,
             damo_init_touch: true,
+            l1_filter: true,
             max_accesses: None,
             description: String::new(),
         }
@@ -177,6 +185,8 @@ pub struct ImportStats {
     pub on_demand_mappings: u64,
     /// The trace's footprint.
     pub footprint_bytes: u64,
+    /// lackey: accesses dropped as L1 hits ([`ImportOptions::l1_filter`]).
+    pub l1_hits_dropped: u64,
     /// Each process of the trace, in order: its name and its accesses.
     pub process_accesses: Vec<(String, u64)>,
 }
