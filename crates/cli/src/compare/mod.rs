@@ -769,7 +769,12 @@ pub fn leaderboard(rows: &[ResultRow]) -> Vec<Standing> {
 pub fn bound_note(rows: &[ResultRow]) -> Option<String> {
     let beat: Vec<String> = rows
         .iter()
-        .filter(|r| !CLAIRVOYANT.contains(&r.policy.as_str()) && r.bound_runtime_ratio < 1.0)
+        // all-fast has no fast-tier limit: it is the other end of the scale.
+        .filter(|r| {
+            !CLAIRVOYANT.contains(&r.policy.as_str())
+                && r.policy != "all-fast"
+                && r.bound_runtime_ratio < 1.0
+        })
         .map(|r| {
             format!(
                 "{} on {} {} {} ({:.3}x of {})",
@@ -1106,6 +1111,34 @@ mod tests {
             "{text}"
         );
         assert_eq!(idle_note(&board[..2]), None);
+    }
+
+    #[test]
+    fn the_bound_note_names_placements_faster_than_both_clairvoyant_references() {
+        let row = |policy: &str, ratio: f64| ResultRow {
+            policy: policy.into(),
+            workload: "gups".into(),
+            machine: "cxl".into(),
+            ratio: "1:8".into(),
+            bound_policy: "oracle-static".into(),
+            bound_runtime_ratio: ratio,
+            ..Default::default()
+        };
+        // all-fast and the references themselves never count; a policy at 1.0 or
+        // NaN (no bound) does not either.
+        let rows = [
+            row("all-fast", 0.7),
+            row("oracle", 0.99),
+            row("oracle-static", 1.0),
+            row("hemem", 1.0),
+            row("memtis", f64::NAN),
+        ];
+        assert_eq!(bound_note(&rows), None);
+        let note = bound_note(&[row("hemem", 0.98)]).unwrap();
+        assert!(
+            note.contains("hemem on gups cxl 1:8 (0.980x of oracle-static)"),
+            "{note}"
+        );
     }
 
     #[test]
