@@ -587,7 +587,7 @@ fn summary_line(out: &Path, s: &TraceStats, start: Instant) -> String {
 fn import_line(out: &Path, s: &ImportStats, start: Instant) -> String {
     let mut line = summary_line(out, &s.trace, start);
     line += &format!(
-        "; {} processes, {} threads, footprint {:.1} MiB; mappings: {} start-up (2 MiB ranges), {} from the input, {} on demand",
+        "; {} processes, {} threads, footprint {:.2} MiB (pages touched; tiers are sized from it); mappings: {} start-up (2 MiB ranges), {} from the input, {} on demand",
         s.processes,
         s.threads,
         s.footprint_bytes as f64 / (1u64 << 20) as f64,

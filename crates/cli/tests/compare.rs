@@ -388,7 +388,7 @@ set = ["workload.nr_accesses=20000000"]
         );
         checked += 1;
     }
-    // first-touch and the oracle reference, at two rates.
-    assert_eq!(checked, 4, "{csv}");
+    // first-touch and the two clairvoyant references, at two rates.
+    assert_eq!(checked, 6, "{csv}");
     let _ = std::fs::remove_dir_all(&base);
 }

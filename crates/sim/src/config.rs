@@ -434,8 +434,9 @@ impl MachineConfig {
             return Err(SimError::Config {
                 what: format!("fast-tier size `{}`", self.fast),
                 why: format!(
-                    "gives a fast tier of 0 pages for a {} MiB footprint; give a larger ratio or size",
-                    footprint_bytes / MIB
+                    "gives a fast tier of 0 pages for a footprint of {} pages ({} KiB); give a larger ratio or size",
+                    footprint_bytes.div_ceil(PAGE_SIZE),
+                    footprint_bytes.div_ceil(1024)
                 ),
             });
         }

@@ -407,8 +407,19 @@ impl Machine {
                 .iter()
                 .all(|p| !p.present())
         };
-        let n = if huge { SUBPAGES_PER_HUGE } else { 1 };
-        let Some(tier) = (0..self.tiers.len()).find(|&t| self.has_room(t, n)) else {
+        let room = |m: &Self, n: u64| (0..m.tiers.len()).find(|&t| m.has_room(t, n));
+        // A huge page that fits in no tier falls back to a base page, as Linux's THP
+        // fault does when the huge allocation fails.
+        let huge_tier = if huge {
+            room(self, SUBPAGES_PER_HUGE)
+        } else {
+            None
+        };
+        let (huge, n, tier) = match huge_tier {
+            Some(t) => (true, SUBPAGES_PER_HUGE, Some(t)),
+            None => (false, 1, room(self, 1)),
+        };
+        let Some(tier) = tier else {
             return Err(SimError::OutOfMemory {
                 pid,
                 capacities: self

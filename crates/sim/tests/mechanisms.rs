@@ -524,3 +524,26 @@ fn policy_time_scale_shortens_every_policy_time_constant() {
     assert_eq!(out.summary.policy_time_scale, 10.0);
     assert!(out.summary.sim_seconds < 0.004);
 }
+
+/// With THP, a huge page that fits in no tier falls back to a base page, as Linux's
+/// THP fault does when the huge allocation fails (it was an out-of-memory error).
+/// Traces size the machine from the pages they touch (issue 22), so a huge page may
+/// not fit where its touched subpages do.
+#[test]
+fn a_huge_page_that_fits_nowhere_falls_back_to_base_pages() {
+    let mut m = small_machine(1, 1);
+    m.thp = tierkit_sim::config::ThpMode::Always;
+    // A 2 MiB-aligned mapping: eligible for a huge page; 1 MiB tiers cannot hold one.
+    let base = 1u64 << 30;
+    let ops: Vec<Op> = (0..64).map(|i| write(base + i * PAGE_SIZE, 0)).collect();
+    let w = Script::new(2 * MIB).process(&[(base, 2 * MIB)], ops);
+    let (out, machine) = run(
+        &m,
+        &SimConfig::default(),
+        Box::new(AllSlowProbe),
+        Box::new(w),
+    );
+    assert_eq!(out.summary.accesses, 64);
+    let used: u64 = machine.tiers.iter().map(|t| t.used).sum();
+    assert_eq!(used, 64, "64 base pages, not one huge page");
+}

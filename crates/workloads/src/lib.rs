@@ -393,6 +393,22 @@ pub(crate) mod testutil {
     pub fn check_structure(w: &dyn Workload, d: &Drained) {
         let mapped: u64 = d.mappings.iter().map(|m| m.len).sum();
         assert_eq!(d.shape.footprint_bytes, mapped, "footprint != mapped bytes");
+        check_layout(w, d);
+    }
+
+    /// The same checks for an imported trace, whose footprint is the pages it
+    /// accesses (at most the start-up mappings' bytes, which cover whole 2 MiB ranges).
+    pub fn check_imported_structure(w: &dyn Workload, d: &Drained) {
+        let mapped: u64 = d.mappings.iter().map(|m| m.len).sum();
+        let fp = d.shape.footprint_bytes;
+        assert!(
+            fp > 0 && fp <= mapped && fp.is_multiple_of(tierkit_core::PAGE_SIZE),
+            "footprint {fp} vs mapped {mapped}"
+        );
+        check_layout(w, d);
+    }
+
+    fn check_layout(w: &dyn Workload, d: &Drained) {
         let mut sorted = d.mappings.clone();
         sorted.sort_by_key(|m| m.addr);
         for pair in sorted.windows(2) {

@@ -499,7 +499,7 @@ mod tests {
         }
         assert_eq!(k, acc.len());
         assert_eq!(stats.trace.accesses, acc.len() as u64);
-        crate::testutil::check_structure(&w, &d);
+        crate::testutil::check_imported_structure(&w, &d);
     }
 
     #[test]

@@ -512,7 +512,7 @@ mod tests {
         // No syscalls in a plain --trace-mem run: everything is start-up mappings.
         assert_eq!(stats.input_mappings, 0);
         assert!(stats.startup_mappings >= 2);
-        crate::testutil::check_structure(&w, &d);
+        crate::testutil::check_imported_structure(&w, &d);
     }
 
     #[test]

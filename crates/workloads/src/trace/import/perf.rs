@@ -296,7 +296,7 @@ mod tests {
         // Thread 1's first sample comes 55 µs after the file's first.
         assert_eq!(t1[0], (0x7f1c_2a5f_0000, false, 55_000));
         assert_eq!(t1.iter().filter(|a| a.1).count(), 2);
-        crate::testutil::check_structure(&w, &d);
+        crate::testutil::check_imported_structure(&w, &d);
         assert_eq!(
             crate::trace::import::check::replay_is_consistent(&bytes),
             18

@@ -113,7 +113,7 @@ mod tests {
             assert_eq!(m.addr % HUGE_PAGE_SIZE, 0);
             assert_eq!(m.len % HUGE_PAGE_SIZE, 0);
         }
-        crate::testutil::check_structure(&w, &d);
+        crate::testutil::check_imported_structure(&w, &d);
         assert!(d.streams[0][0]
             .iter()
             .all(|op| matches!(op, Op::Access { .. })));
@@ -133,8 +133,9 @@ mod tests {
             acc,
             vec![(0x1000, false, 5), (0x1000, true, 0), (0x200000, false, 7)]
         );
-        // Two different 2 MiB ranges, adjacent: one 4 MiB mapping.
-        assert_eq!(d.shape.footprint_bytes, 2 * HUGE_PAGE_SIZE);
+        // Two pages accessed, in different 2 MiB ranges: the footprint is the two
+        // pages; the ranges, adjacent, become one 4 MiB mapping.
+        assert_eq!(d.shape.footprint_bytes, 2 * tierkit_core::PAGE_SIZE);
         assert_eq!(d.mappings.len(), 1);
     }
 
