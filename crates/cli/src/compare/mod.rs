@@ -782,10 +782,15 @@ pub fn bound_note(rows: &[ResultRow]) -> Option<String> {
             )
         })
         .collect();
+    const SHOWN: usize = 8;
     (!beat.is_empty()).then(|| {
+        let more = match beat.len().saturating_sub(SHOWN) {
+            0 => String::new(),
+            n => format!("; and {n} more (results.csv: bound_runtime_ratio < 1)"),
+        };
         format!(
-            "note: faster than both clairvoyant references (oracle, oracle-static: heuristics, not proven bounds): {}",
-            beat.join("; ")
+            "note: faster than both clairvoyant references (oracle, oracle-static: heuristics, not proven bounds): {}{more}",
+            beat[..beat.len().min(SHOWN)].join("; ")
         )
     })
 }
