@@ -263,19 +263,14 @@ int main(void) {
 }
 "#;
 
-#[test]
-fn a_real_program_is_captured_with_its_mappings_and_replayed() {
-    if !have("valgrind") || !have("cc") {
-        eprintln!("NOTICE: valgrind or cc is not installed; skipping the end-to-end capture test");
-        return;
-    }
-    let d = scratch("capture");
-    std::fs::write(d.join("prog.c"), PROGRAM).unwrap();
-    let prog = d.join("prog");
+/// Compile [`PROGRAM`] into `dir/prog` with `cc`.
+fn compile_program(dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("prog.c"), PROGRAM).unwrap();
+    let prog = dir.join("prog");
     let cc = Command::new("cc")
         .args(["-O1", "-o"])
         .arg(&prog)
-        .arg(d.join("prog.c"))
+        .arg(dir.join("prog.c"))
         .output()
         .unwrap();
     assert!(
@@ -283,6 +278,17 @@ fn a_real_program_is_captured_with_its_mappings_and_replayed() {
         "{}",
         String::from_utf8_lossy(&cc.stderr)
     );
+    prog
+}
+
+#[test]
+fn a_real_program_is_captured_with_its_mappings_and_replayed() {
+    if !have("valgrind") || !have("cc") {
+        eprintln!("NOTICE: valgrind or cc is not installed; skipping the end-to-end capture test");
+        return;
+    }
+    let d = scratch("capture");
+    let prog = compile_program(&d);
     let t = d.join("prog.tktrace");
     let out = ok(tierkit()
         .args(["trace", "capture", "--out"])
@@ -524,19 +530,7 @@ fn capture_follows_a_launcher_to_the_program_it_runs() {
         return;
     }
     let d = scratch("launcher");
-    std::fs::write(d.join("prog.c"), PROGRAM).unwrap();
-    let prog = d.join("prog");
-    let cc = Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&prog)
-        .arg(d.join("prog.c"))
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let prog = compile_program(&d);
     let exec_shim = d.join("run-prog");
     std::fs::write(
         &exec_shim,
