@@ -1,0 +1,51 @@
+"""Tables of docs/policies/freqtier.md ("Measured", "The paper's claims") from the
+results.csv of `tierkit compare --suite freqtier --out DIR`:
+
+    python3 docs/scripts/freqtier-tables.py DIR/results.csv
+"""
+import csv, math, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def get(w, m, r, p, f):
+    for x in rows:
+        if x['workload']==w and x['machine']==m and x['ratio']==r and x['policy']==p:
+            return float(x[f]) if f!='promoted_pages' else int(x[f])
+    return None
+wls = ['cachelib','graph-bfs','graph-pr','graph-cc','graph-bc','xgboost']
+pols = ['freqtier','autonuma','tpp','hemem','linux-tiering','first-touch']
+print("| workload | machine | ratio | sim s | " + " | ".join(pols) + " | freqtier promoted |")
+print("|---|---|---|---:|" + "---:|"*len(pols) + "---:|")
+for w in wls:
+    for m in ['cxl','cxl-lowbw']:
+        for r in ['1:32','1:16','1:8']:
+            s = get(w,m,r,'freqtier','sim_seconds')
+            cells = [f"{get(w,m,r,p,'slowdown'):.3f}" for p in pols]
+            print(f"| {w} | {m} | {r} | {s:.2f} | " + " | ".join(cells) + f" | {get(w,m,r,'freqtier','promoted_pages')} |")
+
+def sd(w,m,r,p): return get(w,m,r,p,'slowdown')
+print()
+print("| claim | paper | tierkit (freqtier suite) | reproduced? | why |")
+print("|---|---|---|---|---|")
+# 1 CacheLib beats all baselines at every ratio (CXL-1)
+lost = [f"{r} vs {p} ({sd('cachelib','cxl',r,'freqtier'):.3f} vs {sd('cachelib','cxl',r,p):.3f})"
+        for r in ['1:32','1:16','1:8'] for p in ['autonuma','tpp','hemem'] if sd('cachelib','cxl',r,'freqtier') >= sd('cachelib','cxl',r,p)]
+beat = "beats autonuma and tpp at every ratio" if not any('autonuma' in l or 'tpp' in l for l in lost) else "does not beat autonuma/tpp everywhere"
+print(f"| CacheLib: beats all baselines at every ratio | §VII-A, Fig. 8 | {beat}; loses to {'; '.join(l for l in lost) or 'none'} | {'yes' if not lost else 'no'} | runs of ~3.2 s; FreqTier promotes 2 265–6 552 pages per run, too few to change placement, so it stays near first-touch, which HeMem also nearly matches |")
+# 2 GAP at 1:32 over AutoNUMA
+g = {k: sd(k,'cxl','1:32','autonuma')/sd(k,'cxl','1:32','freqtier')-1 for k in ['graph-bc','graph-bfs','graph-cc']}
+ok = all(v>0 for v in g.values())
+print(f"| GAP over AutoNUMA at 1:32 (BC / BFS / CC) | +3.8% / +17.3% / +18.2% (§VII-A) | {g['graph-bc']*100:+.1f}% / {g['graph-bfs']*100:+.1f}% / {g['graph-cc']*100:+.1f}% | {'yes' if ok else 'no'} | GAP runs last 0.4–1.4 s at scale 0.5; FreqTier promotes 51–607 pages and pays its sampling |")
+# 3 GAP at 1:8 ≈ AutoNUMA
+g8 = {k: sd(k,'cxl','1:8','autonuma')/sd(k,'cxl','1:8','freqtier')-1 for k in ['graph-bc','graph-bfs','graph-cc']}
+close = all(abs(v)<0.03 for v in g8.values())
+print(f"| GAP at 1:8: FreqTier ≈ AutoNUMA | §VII-A | {g8['graph-bc']*100:+.1f}% / {g8['graph-bfs']*100:+.1f}% / {g8['graph-cc']*100:+.1f}% (BC / BFS / CC, over AutoNUMA) | {'yes' if close else 'no'} | within 3% counts as ≈ |")
+# 4 XGBoost 1:32 %all-local vs AutoNUMA
+xf, xa = 1/sd('xgboost','cxl','1:32','freqtier'), 1/sd('xgboost','cxl','1:32','autonuma')
+print(f"| XGBoost 1:32: FreqTier 95.9% of all-local, 7.6 points above AutoNUMA | §VII-A | FreqTier {xf*100:.1f}%, AutoNUMA {xa*100:.1f}% of all-local ({(xf-xa)*100:+.1f} points) | {'partly' if xf>xa else 'no'} | our XGBoost-like workload is not the paper's; runs ~2 s |")
+# 5 CXL-2 low bandwidth, all workloads at 1:32
+rat = [sd(w,'cxl-lowbw','1:32','autonuma')/sd(w,'cxl-lowbw','1:32','freqtier') for w in wls]
+gm = math.exp(sum(map(math.log,rat))/len(rat))
+wins = sum(r>1 for r in rat)
+print(f"| Low-bandwidth CXL (CXL-2): FreqTier > AutoNUMA on every workload, 1.14× on average | §VII-B, Fig. 10 | 1:32 on `cxl-lowbw`: ahead on {wins} of {len(rat)} workloads, geomean {gm:.3f}× | {'yes' if wins==len(rat) and gm>1 else ('partly' if gm>1 else 'no')} | short runs, as above |")
+# 6 CDN: FreqTier 1:32 beats AutoNUMA 1:16
+f32, a16 = sd('cachelib','cxl','1:32','freqtier'), sd('cachelib','cxl','1:16','autonuma')
+print(f"| CacheLib: 2× less local DRAM than AutoNUMA (FreqTier 1:32 beats AutoNUMA 1:16) | §VII-A | FreqTier 1:32 {f32:.3f}× vs AutoNUMA 1:16 {a16:.3f}× | {'partly' if f32<a16 else 'no'} | the ordering holds, but not for the paper's reason: AutoNUMA (mode 1) never demotes and pays hinting faults, while FreqTier stays near first-touch |")
