@@ -150,17 +150,7 @@ pub(crate) fn convert_process<R: BufRead, W: Write + Seek>(
         let last_line = (addr + size - 1) / LINE_BYTES;
         for (i, line_no) in (first_line..=last_line).enumerate() {
             let a = if i == 0 { addr } else { line_no * LINE_BYTES };
-            let seen = match &mut l1 {
-                None => L1Outcome::Miss,
-                Some(c) => c.access(line_no, kind != 'L'),
-            };
-            let (read, write) = match (kind, seen) {
-                (_, L1Outcome::Hit) => (false, false),
-                ('L', _) => (true, false),
-                ('S', _) => (false, true),
-                (_, L1Outcome::Miss) => (true, true), // M: a read, then a write
-                (_, L1Outcome::FirstWrite) => (false, true),
-            };
+            let (read, write) = kept_accesses(&mut l1, kind, line_no);
             if !(read || write) {
                 sink.stats.l1_hits_dropped += 1 + (kind == 'M') as u64;
                 continue;
@@ -210,19 +200,29 @@ impl AccessCounter {
         if kind == 'I' || size == 0 || size > MAX_ACCESS_BYTES {
             return 0;
         }
-        let mut n = 0;
-        for line_no in addr / LINE_BYTES..=(addr + size - 1) / LINE_BYTES {
-            let seen = match &mut self.l1 {
-                None => L1Outcome::Miss,
-                Some(c) => c.access(line_no, kind != 'L'),
-            };
-            n += match (kind, seen) {
-                (_, L1Outcome::Hit) => 0,
-                ('M', L1Outcome::Miss) => 2,
-                _ => 1,
-            };
-        }
-        n
+        (addr / LINE_BYTES..=(addr + size - 1) / LINE_BYTES)
+            .map(|line_no| {
+                let (read, write) = kept_accesses(&mut self.l1, kind, line_no);
+                read as u64 + write as u64
+            })
+            .sum()
+    }
+}
+
+/// Which accesses an `L`, `S` or `M` event on one 64-byte line gives the trace:
+/// (a read, a write). Everything without an L1 filter; with one, nothing for an L1
+/// hit and only the store for a first write to a line the L1 holds clean.
+fn kept_accesses(l1: &mut Option<L1>, kind: char, line_no: u64) -> (bool, bool) {
+    let seen = match l1 {
+        None => L1Outcome::Miss,
+        Some(c) => c.access(line_no, kind != 'L'),
+    };
+    match (kind, seen) {
+        (_, L1Outcome::Hit) => (false, false),
+        ('L', _) => (true, false),
+        ('S', _) => (false, true),
+        (_, L1Outcome::Miss) => (true, true), // M: a read, then a write
+        (_, L1Outcome::FirstWrite) => (false, true),
     }
 }
 
