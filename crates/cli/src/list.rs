@@ -38,25 +38,35 @@ pub enum Section {
     Suites,
 }
 
+/// Indented `name  description` lines, names padded to `width`.
+fn entries<'a>(width: usize, items: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    items
+        .into_iter()
+        .map(|(name, what)| format!("  {name:<width$} {what}\n"))
+        .collect()
+}
+
+fn presets() -> impl Iterator<Item = (&'static str, &'static str)> {
+    PRESETS.iter().map(|p| (p.name, p.description))
+}
+
+fn suites() -> impl Iterator<Item = &'static crate::compare::suites::Suite> {
+    crate::compare::suites::SUITES.iter()
+}
+
 /// The short index: every name with its one-line description, and how to see more.
 pub fn index() -> String {
-    let mut s = String::from("POLICIES (tierkit list policies: parameters and defaults)\n");
-    for (name, what) in PolicyConfig::describe() {
-        s.push_str(&format!("  {name:<16} {what}\n"));
-    }
-    s.push_str("\nWORKLOADS (tierkit list workloads)\n");
-    for (name, what) in WorkloadConfig::describe() {
-        s.push_str(&format!("  {name:<16} {what}\n"));
-    }
-    s.push_str("\nMACHINES (tierkit list machines: every machine and sim setting)\n");
-    for p in PRESETS {
-        s.push_str(&format!("  {:<16} {}\n", p.name, p.description));
-    }
-    s.push_str("\nSUITES (tierkit compare --suite NAME; tierkit list suites)\n");
-    for suite in crate::compare::suites::SUITES {
-        s.push_str(&format!("  {:<16} {}\n", suite.name, suite.description));
-    }
-    s
+    [
+        "POLICIES (tierkit list policies: parameters and defaults)\n".to_string(),
+        entries(16, PolicyConfig::describe().iter().copied()),
+        "\nWORKLOADS (tierkit list workloads)\n".to_string(),
+        entries(16, WorkloadConfig::describe()),
+        "\nMACHINES (tierkit list machines: every machine and sim setting)\n".to_string(),
+        entries(16, presets()),
+        "\nSUITES (tierkit compare --suite NAME; tierkit list suites)\n".to_string(),
+        entries(16, suites().map(|s| (s.name, s.description))),
+    ]
+    .concat()
 }
 
 /// One section in full.
@@ -65,29 +75,23 @@ pub fn section(which: Section) -> String {
     match which {
         Section::Policies => {
             s.push_str("POLICIES (--policy NAME; parameters via --set policy.KEY=VALUE)\n");
-            for (name, what) in PolicyConfig::describe() {
-                s.push_str(&format!("  {name:<14} {what}\n"));
-                s.push_str(&params(
-                    &PolicyConfig::default_for(name).expect("registered"),
-                ));
+            for &(name, what) in PolicyConfig::describe() {
+                s += &entries(14, [(name, what)]);
+                s += &params(&PolicyConfig::default_for(name).expect("registered"));
             }
         }
         Section::Workloads => {
             s.push_str("WORKLOADS (--workload NAME; parameters via --set workload.KEY=VALUE)\n");
             for (name, what) in WorkloadConfig::describe() {
-                s.push_str(&format!("  {name:<14} {what}\n"));
-                s.push_str(&params(
-                    &WorkloadConfig::default_for(name).expect("registered"),
-                ));
+                s += &entries(14, [(name, what)]);
+                s += &params(&WorkloadConfig::default_for(name).expect("registered"));
             }
         }
         Section::Machines => {
             s.push_str(
                 "MACHINES (--machine NAME; --ratio FAST:SLOW or a size; --set machine.KEY=VALUE)\n",
             );
-            for p in PRESETS {
-                s.push_str(&format!("  {:<14} {}\n", p.name, p.description));
-            }
+            s += &entries(14, presets());
             s.push_str("    machine parameters and defaults:\n");
             s.push_str(&params(&MachineConfig::default()));
             s.push_str("    sim parameters and defaults (--set sim.KEY=VALUE):\n");
@@ -95,8 +99,8 @@ pub fn section(which: Section) -> String {
         }
         Section::Suites => {
             s.push_str("SUITES (tierkit compare --suite NAME; each is a TOML matrix)\n");
-            for suite in crate::compare::suites::SUITES {
-                s.push_str(&format!("  {:<14} {}\n", suite.name, suite.description));
+            for suite in suites() {
+                s += &entries(14, [(suite.name, suite.description)]);
                 for line in suite.toml.lines().filter(|l| !l.trim().is_empty()) {
                     s.push_str(&format!("      {line}\n"));
                 }
@@ -106,23 +110,14 @@ pub fn section(which: Section) -> String {
     s
 }
 
-/// Every section in full, one after another.
-pub fn listing() -> String {
-    [
-        Section::Policies,
-        Section::Workloads,
-        Section::Machines,
-        Section::Suites,
-    ]
-    .map(section)
-    .join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn listing_names_everything_registered() {
-        let l = super::listing();
+        use super::Section::*;
+        let l = [Policies, Workloads, Machines, Suites]
+            .map(super::section)
+            .concat();
         for n in tierkit_policies::PolicyConfig::names() {
             assert!(l.contains(n), "{n}");
         }
