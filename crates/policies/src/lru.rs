@@ -529,6 +529,16 @@ impl Default for KswapdConfig {
 }
 
 impl KswapdConfig {
+    /// How long a batch that demoted `demoted` and looked at `scanned` pages occupies
+    /// kswapd, ns (at least 1). One thread: in a sampled run each page it handles
+    /// stands for N (`Mechanisms::pages_per_simulated_page`), so a batch occupies it N
+    /// times as long and it reclaims at the full machine's pace.
+    pub fn busy_ns(&self, demoted: u64, scanned: u64, mech: &dyn Mechanisms) -> u64 {
+        ((demoted * self.demote_ns_per_page + scanned * self.scan_ns_per_page)
+            * mech.pages_per_simulated_page())
+        .max(1)
+    }
+
     /// Check ranges.
     pub fn validate(&self) -> Result<(), String> {
         if self.batch_pages == 0 {
@@ -689,14 +699,10 @@ impl Kswapd {
         } else {
             self.idle_scanned[t] = 0;
         }
-        // One kswapd thread: in a sampled run each page it handles stands for N, so a
-        // batch occupies it N times as long and it reclaims at the full machine's pace.
-        let busy_ns = (nr_demoted * self.cfg.demote_ns_per_page
-            + scanned * self.cfg.scan_ns_per_page)
-            * mech.pages_per_simulated_page();
+        let busy_ns = self.cfg.busy_ns(nr_demoted, scanned, mech);
         self.awake[t] = true;
         mech.schedule(
-            mech.now() + busy_ns.max(1),
+            mech.now() + busy_ns,
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );

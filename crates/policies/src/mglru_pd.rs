@@ -457,12 +457,9 @@ impl MglruPd {
         self.stats.kswapd_demoted_pages += demoted;
         mech.charge_cpu(looked * LIST_OP_NS);
         if demoted > 0 && mech.free_pages(TierId::FAST) < target {
-            // Each sampled page stands for N: kswapd's pace is the full machine's.
-            let busy = (demoted * self.cfg.kswapd.demote_ns_per_page
-                + looked * self.cfg.kswapd.scan_ns_per_page)
-                * mech.pages_per_simulated_page();
+            let busy = self.cfg.kswapd.busy_ns(demoted, looked, mech);
             self.kswapd_awake = true;
-            mech.schedule(mech.now() + busy.max(1), KSWAPD_TIMER, Runner::Kthread);
+            mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
         }
     }
 }

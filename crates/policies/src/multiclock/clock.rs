@@ -683,13 +683,10 @@ impl ClockCore {
         } else {
             self.kswapd_idle_scanned[t] = 0;
         }
-        let k = &self.params.kswapd;
-        // Each sampled page stands for N: kswapd's pace is the full machine's.
-        let busy_ns = (demoted * k.demote_ns_per_page + scanned * k.scan_ns_per_page)
-            * mech.pages_per_simulated_page();
+        let busy_ns = self.params.kswapd.busy_ns(demoted, scanned, mech);
         self.kswapd_awake[t] = true;
         mech.schedule(
-            mech.now() + busy_ns.max(1),
+            mech.now() + busy_ns,
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );
