@@ -197,19 +197,16 @@ pub fn bar_chart(
         // When a label would not fit its group's width, all are slanted (never
         // overlapped).
         let (x, y) = (gx + gw / 2.0, top + plot_h + 14.0);
-        if slant {
-            let _ = write!(
-                s,
-                r#"<text x="{x:.1}" y="{y}" font-size="10" text-anchor="end" transform="rotate(-35 {x:.1} {y})">{}</text>"#,
-                esc(cat)
-            );
+        let placement = if slant {
+            format!(r#"text-anchor="end" transform="rotate(-35 {x:.1} {y})""#)
         } else {
-            let _ = write!(
-                s,
-                r#"<text x="{x:.1}" y="{y}" font-size="10" text-anchor="middle">{}</text>"#,
-                esc(cat)
-            );
-        }
+            r#"text-anchor="middle""#.to_string()
+        };
+        let _ = write!(
+            s,
+            r#"<text x="{x:.1}" y="{y}" font-size="10" {placement}>{}</text>"#,
+            esc(cat)
+        );
     }
     let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
     s.push_str(&legend(&names, colors, w - right + 10.0, top + 10.0));
