@@ -58,7 +58,9 @@ pub fn working_set_bytes() -> u64 {
 /// runs of `ops` dependent-free random 8-byte increments, in operations per second.
 pub fn host_random_rmw_per_s(bytes: u64, ops: u64, reps: usize) -> f64 {
     let n = ((bytes / 8).max(1) as usize).next_power_of_two();
-    let mut a = vec![0u64; n];
+    // The same kind of host memory as the simulator's arrays (huge pages where the
+    // host grants them), so the ratio compares like with like.
+    let mut a = tierkit_sim::prefetch::vec_on_huge_pages(0u64, n);
     let mask = n as u64 - 1;
     let mut rates = Vec::with_capacity(reps.max(1));
     let mut x = 0x9E37_79B9_7F4A_7C15u64;

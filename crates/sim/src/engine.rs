@@ -343,6 +343,7 @@ impl Simulation {
 
     /// Run thread `t` until its clock reaches `horizon` (at least one op).
     fn run_thread(&mut self, t: usize, horizon: f64, max_accesses: u64) -> Result<(), SimError> {
+        let w = self.machine.event_weight();
         loop {
             let th = &mut self.threads[t];
             if th.pos == th.buf.len() {
@@ -354,35 +355,45 @@ impl Simulation {
                     return Ok(());
                 }
             }
-            let op = th.buf[th.pos];
-            if let Op::Access { gap_ns, .. } = op {
+            let inv_mlp = th.inv_mlp;
+            let pid = th.process as u32;
+            // The common case, accesses back to back, runs in this loop without
+            // leaving it; anything else (a map change, a slice's end) goes below.
+            while let Some(&Op::Access {
+                addr,
+                write,
+                gap_ns,
+            }) = th.buf.get(th.pos)
+            {
                 // Compute that crosses the horizon ends the slice first, so timers due
                 // before this access fire before it, not after.
-                let gap = gap_ns as f64 * self.machine.event_weight();
                 let clock = &mut self.machine.clocks[t];
-                if gap_ns > 0 && *clock + gap >= horizon {
-                    *clock += gap;
+                if gap_ns > 0 && *clock + gap_ns as f64 * w >= horizon {
+                    *clock += gap_ns as f64 * w;
                     if let Op::Access { gap_ns, .. } = &mut th.buf[th.pos] {
                         *gap_ns = 0;
                     }
                     return Ok(());
                 }
-            }
-            if let Some(Op::Access { addr, .. }) = th.buf.get(th.pos + PREFETCH_DISTANCE) {
-                self.machine.prefetch(t, *addr);
-            }
-            th.pos += 1;
-            let inv_mlp = th.inv_mlp;
-            let pid = th.process as u32;
-            match op {
-                Op::Access {
-                    addr,
-                    write,
-                    gap_ns,
-                } => {
-                    self.machine
-                        .access(t, addr, write, gap_ns, inv_mlp, self.policy.as_mut())?;
+                if let Some(Op::Access { addr, .. }) = th.buf.get(th.pos + PREFETCH_DISTANCE) {
+                    self.machine.prefetch(t, *addr);
                 }
+                th.pos += 1;
+                self.machine
+                    .access(t, addr, write, gap_ns, inv_mlp, self.policy.as_mut())?;
+                if self.machine.clocks[t] >= horizon
+                    || self.machine.counters.accesses >= max_accesses
+                    || self.machine.earliest_new_timer < horizon
+                {
+                    return Ok(());
+                }
+            }
+            let Some(&op) = th.buf.get(th.pos) else {
+                continue;
+            };
+            th.pos += 1;
+            match op {
+                Op::Access { .. } => unreachable!("accesses run in the loop above"),
                 Op::Mmap { addr, len, kind } => {
                     let now = self.machine.clocks[t];
                     self.do_mmap(pid, addr, len, kind, now)?;

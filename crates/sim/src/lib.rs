@@ -19,7 +19,7 @@ pub mod error;
 pub mod llc;
 pub mod machine;
 pub mod metrics;
-mod prefetch;
+pub mod prefetch;
 pub mod sampling;
 pub mod space;
 pub mod testing;

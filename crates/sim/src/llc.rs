@@ -44,7 +44,7 @@ impl Llc {
         Llc {
             ways: ways as usize,
             set_mask: sets - 1,
-            tags: vec![EMPTY; (sets * ways as u64) as usize],
+            tags: crate::prefetch::vec_on_huge_pages(EMPTY, (sets * ways as u64) as usize),
         }
     }
 

@@ -506,26 +506,43 @@ impl Machine {
         policy: &mut dyn Policy,
     ) -> Result<(), SimError> {
         let pid = self.thread_pid[tid];
-        self.clocks[tid] += gap_ns as f64 * self.event_weight;
+        let w = self.event_weight;
+        // The thread's clock stays in a register on the common path; it is written
+        // back before anything else (the fault path, a policy) can read it.
+        let mut clock = self.clocks[tid] + gap_ns as f64 * w;
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];
         let Some(mut vi) = space.find(vpn) else {
+            self.clocks[tid] = clock;
             return Err(SimError::Unmapped { pid, addr });
         };
         // Common path: resident and not armed; anything else takes the slow path,
         // which faults the page in and delivers the hinting fault, then looks again.
-        let needs_slow_path = {
+        let (mut exact, mut ui) = {
             let v = &space.vmas[vi];
-            let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
-            !p.present() || v.pages[v.unit_index(vpn)].flags & F_ARMED != 0
+            let exact = (vpn - v.vma.start_vpn) as usize;
+            let p = v.pages[exact];
+            let ui = if p.huge() {
+                (huge_head(vpn) - v.vma.start_vpn) as usize
+            } else {
+                exact
+            };
+            if !p.present() || v.pages[ui].flags & F_ARMED != 0 {
+                (usize::MAX, usize::MAX)
+            } else {
+                (exact, ui)
+            }
         };
-        if needs_slow_path {
+        if exact == usize::MAX {
+            self.clocks[tid] = clock;
             vi = self.fault_in(tid, pid, vi, vpn, addr, write, policy)?;
+            clock = self.clocks[tid];
+            let v = &self.spaces[pid as usize].vmas[vi];
+            exact = (vpn - v.vma.start_vpn) as usize;
+            ui = v.unit_index(vpn);
         }
         let v = &mut self.spaces[pid as usize].vmas[vi];
-        let exact = (vpn - v.vma.start_vpn) as usize;
-        let ui = v.unit_index(vpn);
         let unit = &mut v.pages[ui];
         unit.flags |= F_ACCESSED;
         let tier = unit.tier;
@@ -533,7 +550,7 @@ impl Machine {
         if write {
             v.pages[exact].flags |= F_WRITTEN;
         }
-        let now = self.clocks[tid];
+        let now = clock;
         let miss = match &mut self.llc {
             None => true,
             Some(llc) => match llc.access(pid, addr, write, tier) {
@@ -554,12 +571,13 @@ impl Machine {
             // bandwidth is shrunk, so one line occupies it for 1/rate line times.
             let wait = self.occupy_bandwidth(tier as usize, now, CACHE_LINE as f64);
             let t = &self.tiers[tier as usize];
-            (if write { t.store_ns } else { t.load_ns }) * self.event_weight + wait
+            (if write { t.store_ns } else { t.load_ns }) * w + wait
         } else {
             self.counters.llc_hits += 1;
-            self.costs.llc_hit_ns * self.event_weight
+            self.costs.llc_hit_ns * w
         };
-        self.clocks[tid] += latency * inv_mlp;
+        clock += latency * inv_mlp;
+        self.clocks[tid] = clock;
         // PEBS-like counters: LLC load misses, and all stores.
         let k = write as usize;
         if self.sample_period[k] != 0 && (write || miss) {

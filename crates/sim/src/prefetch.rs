@@ -1,4 +1,5 @@
-//! A host-CPU prefetch hint. It has no effect on results, only on simulator speed.
+//! Host-side hints: a CPU prefetch and huge pages for the simulator's large arrays.
+//! Neither has any effect on results, only on simulator speed.
 
 /// Hint that `r` will be read soon.
 #[inline(always)]
@@ -12,3 +13,42 @@ pub fn prefetch<T>(r: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
 }
+
+/// Arrays smaller than this stay on base pages: the hint only pays where random
+/// accesses over the array would miss the host's TLB.
+const HUGE_HINT_MIN_BYTES: usize = 8 << 20;
+
+/// A vector of `n` copies of `value` whose memory the host kernel is asked to back
+/// with transparent huge pages (`madvise(MADV_HUGEPAGE)`) before it is first written.
+///
+/// The page-state arrays and LLC tags are read at random; on 4 KiB host pages every
+/// such read also misses the host TLB, and a software prefetch cannot retire before
+/// its page walk ends, so the walks, not the cache misses, set the simulator's pace.
+/// Where the hint is refused (THP disabled, a non-Linux host) the vector is the same.
+pub fn vec_on_huge_pages<T: Clone>(value: T, n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    advise_huge_pages(v.as_ptr() as usize, n * std::mem::size_of::<T>());
+    v.resize(n, value);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(addr: usize, len: usize) {
+    if len < HUGE_HINT_MIN_BYTES {
+        return;
+    }
+    const HOST_PAGE: usize = 4096;
+    let start = addr.next_multiple_of(HOST_PAGE);
+    let end = (addr + len) & !(HOST_PAGE - 1);
+    if end > start {
+        // SAFETY: the range lies inside an allocation this process owns and has not
+        // written yet; MADV_HUGEPAGE changes only how the kernel backs it, never its
+        // contents, and a refusal leaves it as it was.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_addr: usize, _len: usize) {}

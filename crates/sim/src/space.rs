@@ -147,7 +147,7 @@ impl AddressSpace {
             i,
             VmaState {
                 vma,
-                pages: vec![PageState::EMPTY; vma.nr_pages as usize],
+                pages: crate::prefetch::vec_on_huge_pages(PageState::EMPTY, vma.nr_pages as usize),
             },
         );
         self.last = 0;
