@@ -28,9 +28,17 @@ pub enum LlcResult {
 pub struct Llc {
     ways: usize,
     set_mask: u64,
-    /// `sets × ways` tags; within a set, index 0 is the most recently used.
+    /// `sets × ways` tags from index `first`; within a set, the first way is the most
+    /// recently used.
     tags: Vec<u64>,
+    /// Index of the first set's first way: one that starts a host cache line, so a set
+    /// of 8 or 16 ways fills whole host lines (an allocator's pointer is only 16-byte
+    /// aligned, and a 16-way set that straddles three host lines costs a third miss).
+    first: usize,
 }
+
+/// Tags per host cache line.
+const TAGS_PER_HOST_LINE: usize = 8;
 
 impl Llc {
     /// A cache of `size_bytes` with `ways` ways of 64-byte lines. The set count
@@ -41,10 +49,14 @@ impl Llc {
             sets.is_power_of_two(),
             "LLC set count must be a power of two"
         );
+        let n = (sets * ways as u64) as usize;
+        let tags = crate::prefetch::vec_on_huge_pages(EMPTY, n + TAGS_PER_HOST_LINE);
+        let misalign = (tags.as_ptr() as usize / 8) % TAGS_PER_HOST_LINE;
         Llc {
             ways: ways as usize,
             set_mask: sets - 1,
-            tags: crate::prefetch::vec_on_huge_pages(EMPTY, (sets * ways as u64) as usize),
+            first: (TAGS_PER_HOST_LINE - misalign) % TAGS_PER_HOST_LINE,
+            tags,
         }
     }
 
@@ -53,14 +65,19 @@ impl Llc {
         let line = ((pid as u64) << 42) | (addr >> 6);
         // A multiplicative hash spreads pages of all processes over the sets.
         let set = ((line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.set_mask) as usize;
-        (line, set * self.ways)
+        (line, self.first + set * self.ways)
     }
 
     /// Hint the host CPU to fetch the set `addr` maps to (see `Machine::prefetch`).
     #[inline]
     pub fn prefetch(&self, pid: u32, addr: u64) {
         let (_, base) = self.set_of(pid, addr);
-        crate::prefetch::prefetch(&self.tags[base]);
+        // Every host line of the set: a 16-way set spans two.
+        let mut way = 0;
+        while way < self.ways {
+            crate::prefetch::prefetch(&self.tags[base + way]);
+            way += TAGS_PER_HOST_LINE;
+        }
     }
 
     /// Look up the line of `addr` in process `pid`, filling it on a miss. `tier` is

@@ -159,6 +159,15 @@ pub struct MachineParams {
     pub sampler: RegionSampler,
 }
 
+/// Book `bytes` of transfer on tier `t`'s bandwidth starting no earlier than `now`;
+/// returns the wait, ns.
+#[inline]
+fn book_bandwidth(t: &mut TierState, now: f64, bytes: f64) -> f64 {
+    let start = now.max(t.busy_until);
+    t.busy_until = start + bytes * t.ns_per_byte;
+    start - now
+}
+
 impl Machine {
     /// Build an empty machine.
     pub fn new(p: MachineParams) -> Machine {
@@ -355,10 +364,7 @@ impl Machine {
     /// Book `bytes` of transfer on `tier`'s bandwidth starting no earlier than `now`.
     #[inline]
     fn occupy_bandwidth(&mut self, tier: usize, now: f64, bytes: f64) -> f64 {
-        let t = &mut self.tiers[tier];
-        let start = now.max(t.busy_until);
-        t.busy_until = start + bytes * t.ns_per_byte;
-        start - now
+        book_bandwidth(&mut self.tiers[tier], now, bytes)
     }
 
     /// Map `[addr, addr+len)` in process `pid`.
@@ -519,58 +525,47 @@ impl Machine {
         };
         // Common path: resident and not armed; anything else takes the slow path,
         // which faults the page in and delivers the hinting fault, then looks again.
-        let (mut exact, mut ui) = {
+        let common = {
             let v = &space.vmas[vi];
-            let exact = (vpn - v.vma.start_vpn) as usize;
-            let p = v.pages[exact];
-            let ui = if p.huge() {
-                (huge_head(vpn) - v.vma.start_vpn) as usize
-            } else {
-                exact
-            };
-            if !p.present() || v.pages[ui].flags & F_ARMED != 0 {
-                (usize::MAX, usize::MAX)
-            } else {
-                (exact, ui)
-            }
+            let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
+            p.present() && v.pages[v.unit_index(vpn)].flags & F_ARMED == 0
         };
-        if exact == usize::MAX {
+        if !common {
             self.clocks[tid] = clock;
             vi = self.fault_in(tid, pid, vi, vpn, addr, write, policy)?;
             clock = self.clocks[tid];
-            let v = &self.spaces[pid as usize].vmas[vi];
-            exact = (vpn - v.vma.start_vpn) as usize;
-            ui = v.unit_index(vpn);
         }
+        // From here on one borrow of the VMA's pages serves the whole access; the
+        // tiers and the LLC are other fields of the machine.
         let v = &mut self.spaces[pid as usize].vmas[vi];
-        let unit = &mut v.pages[ui];
+        let exact = (vpn - v.vma.start_vpn) as usize;
+        let ui = v.unit_index(vpn);
+        let pages = &mut v.pages;
+        let unit = &mut pages[ui];
         unit.flags |= F_ACCESSED;
         let tier = unit.tier;
         let huge = unit.huge();
-        if write {
-            v.pages[exact].flags |= F_WRITTEN;
-        }
-        let now = clock;
+        let page = &mut pages[exact];
+        page.flags |= if write { F_WRITTEN } else { 0 };
         let miss = match &mut self.llc {
             None => true,
             Some(llc) => match llc.access(pid, addr, write, tier) {
                 LlcResult::Hit => false,
                 LlcResult::Miss { writeback } => {
                     if let Some(wt) = writeback {
-                        self.occupy_bandwidth(wt as usize, now, CACHE_LINE as f64);
+                        book_bandwidth(&mut self.tiers[wt as usize], clock, CACHE_LINE as f64);
                     }
                     true
                 }
             },
         };
         let latency = if miss {
-            let p = &mut self.spaces[pid as usize].vmas[vi].pages[exact];
-            p.epoch_accesses = p.epoch_accesses.saturating_add(1);
+            page.epoch_accesses = page.epoch_accesses.saturating_add(1);
             self.counters.mem_accesses_by_tier[tier as usize] += 1;
             // The wait is already in machine time: on a sampled machine the tier's
             // bandwidth is shrunk, so one line occupies it for 1/rate line times.
-            let wait = self.occupy_bandwidth(tier as usize, now, CACHE_LINE as f64);
-            let t = &self.tiers[tier as usize];
+            let t = &mut self.tiers[tier as usize];
+            let wait = book_bandwidth(t, clock, CACHE_LINE as f64);
             (if write { t.store_ns } else { t.load_ns }) * w + wait
         } else {
             self.counters.llc_hits += 1;
