@@ -457,17 +457,70 @@ impl Running {
     }
 }
 
-fn move_error(e: CallError, pid: i32) -> Option<LiveError> {
+/// What the daemon does about a move_pages(2) call that failed as a whole.
+#[derive(Debug)]
+enum MoveFailure {
+    /// The target is gone: stop, status 0.
+    TargetGone,
+    /// Nothing later can succeed (no privilege, no such node): stop with this error.
+    Fatal(LiveError),
+    /// Anything else (ENOMEM, EAGAIN, EINTR...) may pass: back off and try again, as
+    /// the kernel's own migration does.
+    Retry(String),
+}
+
+fn move_failure(e: CallError, pid: i32) -> MoveFailure {
     match e {
-        CallError::NoProcess => None,
-        CallError::Permission => Some(LiveError::privilege(format!(
+        CallError::NoProcess => MoveFailure::TargetGone,
+        CallError::Permission => MoveFailure::Fatal(LiveError::privilege(format!(
             "move_pages(2) on pid {pid} was refused (EPERM): moving another user's pages needs CAP_SYS_PTRACE"
         ))),
-        CallError::NoNode => Some(LiveError::usage("move_pages(2): a tier's node has no memory online (ENODEV)")),
-        CallError::Other(errno) => Some(LiveError::runtime(format!(
+        CallError::NoNode => MoveFailure::Fatal(LiveError::usage(
+            "move_pages(2): a tier's node has no memory online (ENODEV)",
+        )),
+        CallError::Other(errno) => MoveFailure::Retry(format!(
             "move_pages(2) on pid {pid} failed: {}",
             std::io::Error::from_raw_os_error(errno)
-        ))),
+        )),
+    }
+}
+
+/// Pauses moves after a failed call: 1 s, doubling to at most 30 s while calls keep
+/// failing, reset by a call that succeeds. One warning per new kind of failure.
+#[derive(Debug, Default)]
+struct MoveBackoff {
+    until: Nanos,
+    delay: Nanos,
+    last_warning: String,
+}
+
+impl MoveBackoff {
+    const FIRST: Nanos = NS_PER_SEC;
+    const MAX: Nanos = 30 * NS_PER_SEC;
+
+    /// Whether moves may be tried at `now`.
+    fn ready(&self, now: Nanos) -> bool {
+        now >= self.until
+    }
+
+    /// A call failed at `now` for `why`; returns the line to print, if it is new.
+    fn failed(&mut self, now: Nanos, why: String) -> Option<String> {
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MAX);
+        self.until = now + self.delay;
+        let line = format!(
+            "warning: {why}; moves paused for {} s and retried",
+            self.delay / NS_PER_SEC
+        );
+        (why != self.last_warning).then(|| {
+            self.last_warning = why;
+            line
+        })
+    }
+
+    /// A call succeeded: the next failure starts from the first delay again.
+    fn succeeded(&mut self) {
+        self.delay = 0;
+        self.last_warning.clear();
     }
 }
 
@@ -550,6 +603,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     // pass would demote the hot set as readily as the cold.
     let mut started = !plan.needs_damon;
     let mut first_snap: Option<Nanos> = None;
+    let mut backoff = MoveBackoff::default();
     if started {
         policy.init(&mut mech);
     }
@@ -753,18 +807,29 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
             fired += 1;
         }
         mech.set_time(None);
-        // One migration batch if the rate cap allows.
-        if let Err(e) = mech.flush_moves(mech.elapsed()) {
-            match move_error(e, running.pid) {
-                None => {
-                    end_reason = "target-exited";
-                    break;
-                }
-                Some(err) => {
-                    failure = Some(err);
-                    end_reason = "error";
-                    break;
-                }
+        // One migration batch if the rate cap allows (and no failure is being waited out).
+        let now = mech.elapsed();
+        if backoff.ready(now) {
+            match mech.flush_moves(now) {
+                Ok(n) if n > 0 => backoff.succeeded(),
+                Ok(_) => {}
+                Err(e) => match move_failure(e, running.pid) {
+                    MoveFailure::TargetGone => {
+                        end_reason = "target-exited";
+                        break;
+                    }
+                    MoveFailure::Fatal(err) => {
+                        failure = Some(err);
+                        end_reason = "error";
+                        break;
+                    }
+                    MoveFailure::Retry(why) => {
+                        mech.counters.move_call_failures += 1;
+                        if let Some(line) = backoff.failed(now, why) {
+                            eprintln!("tierkit: {line}");
+                        }
+                    }
+                },
             }
         }
         // Sleep until the next thing to do (or a snapshot arrives).
@@ -875,9 +940,18 @@ fn refresh(
         }
     };
     let ranges = procfs::anon_ranges(&maps);
-    let r = mech
-        .refresh_placement(&ranges)
-        .map_err(|e| move_error(e, pid))?;
+    let r = match mech.refresh_placement(&ranges) {
+        Ok(r) => r,
+        Err(e) => match move_failure(e, pid) {
+            MoveFailure::TargetGone => return Err(None),
+            MoveFailure::Fatal(err) => return Err(Some(err)),
+            // The policy keeps the view of the last refresh until the next one.
+            MoveFailure::Retry(_) => {
+                mech.counters.move_call_failures += 1;
+                return Ok(ranges);
+            }
+        },
+    };
     let [f, s] = mech.setup().nodes;
     let free = |n: u32| numa::node_meminfo(n).1 * 1024 / PAGE_SIZE;
     mech.set_node_free([free(f), free(s)]);
@@ -957,6 +1031,7 @@ fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
         damon_restarts: c.damon_restarts,
         damon_regions: mech.access.latest().map_or(0, |s| s.regions.len() as u64),
         move_calls: c.move_calls,
+        move_call_failures: c.move_call_failures,
         dry_run_pages: c.dry_run_pages,
         daemon_cpu_ns: stats::process_cpu_ns().saturating_sub(cpu0),
     }
@@ -986,6 +1061,52 @@ fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_passing_move_failure_backs_off_instead_of_ending_the_daemon() {
+        // Before: any errno but ESRCH/EPERM/ENODEV ended the daemon with status 1.
+        for errno in [libc::ENOMEM, libc::EAGAIN, libc::EINTR, libc::EIO] {
+            assert!(
+                matches!(
+                    move_failure(CallError::Other(errno), 7),
+                    MoveFailure::Retry(_)
+                ),
+                "errno {errno}"
+            );
+        }
+        assert!(matches!(
+            move_failure(CallError::NoProcess, 7),
+            MoveFailure::TargetGone
+        ));
+        match move_failure(CallError::Permission, 7) {
+            MoveFailure::Fatal(e) => assert_eq!(e.code, 3, "{e}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            move_failure(CallError::NoNode, 7),
+            MoveFailure::Fatal(_)
+        ));
+    }
+
+    #[test]
+    fn backoff_doubles_to_a_cap_warns_once_per_cause_and_resets() {
+        let mut b = MoveBackoff::default();
+        let s = NS_PER_SEC;
+        assert!(b.ready(0));
+        let w = b.failed(0, "move_pages(2) failed: ENOMEM".into());
+        assert!(w.is_some_and(|l| l.contains("ENOMEM") && l.contains("1 s")));
+        assert!(!b.ready(s - 1) && b.ready(s));
+        assert_eq!(b.failed(s, "move_pages(2) failed: ENOMEM".into()), None);
+        assert!(!b.ready(3 * s - 1) && b.ready(3 * s));
+        for _ in 0..10 {
+            b.failed(3 * s, "move_pages(2) failed: ENOMEM".into());
+        }
+        assert_eq!(b.until, 33 * s, "capped at 30 s");
+        assert!(b.failed(3 * s, "another cause".into()).is_some());
+        b.succeeded();
+        b.failed(100 * s, "again".into());
+        assert_eq!(b.until, 101 * s, "back to 1 s after a success");
+    }
 
     #[test]
     fn privileges_name_the_missing_capability() {

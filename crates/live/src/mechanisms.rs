@@ -72,6 +72,9 @@ pub struct Counters {
     pub allocated_pages: u64,
     /// move_pages(2) calls that moved pages.
     pub move_calls: u64,
+    /// move_pages(2) calls (moves or placement queries) that failed as a whole for a
+    /// reason that may pass (ENOMEM, EAGAIN...); the daemon backed off and went on.
+    pub move_call_failures: u64,
     /// Wall time inside those calls, ns.
     pub move_ns: u64,
     /// Pages handed to those calls.
@@ -517,7 +520,7 @@ impl LiveMechanisms {
                             self.counters.fail_gone += 1;
                             NOT_PRESENT
                         }
-                        PageStatus::Shared | PageStatus::Other(_) => {
+                        PageStatus::Shared | PageStatus::Other(_) | PageStatus::Unknown => {
                             self.counters.fail_other += 1;
                             m.from.0
                         }

@@ -61,6 +61,9 @@ pub struct IntervalStats {
     pub damon_regions: u64,
     /// move_pages(2) calls that moved pages.
     pub move_calls: u64,
+    /// move_pages(2) calls that failed as a whole for a passing reason (the daemon
+    /// backed off and went on).
+    pub move_call_failures: u64,
     /// Pages that would have moved under `--dry-run`.
     pub dry_run_pages: u64,
     /// The daemon's own CPU time (all threads), ns.

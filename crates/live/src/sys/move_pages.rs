@@ -27,11 +27,22 @@ pub enum PageStatus {
     Shared,
     /// Any other negative status.
     Other(i32),
+    /// The kernel wrote no status for the page: the call stopped before it (it returns
+    /// how many pages it could not move and leaves the rest of the array alone), and a
+    /// query afterwards could not say where the page is either.
+    Unknown,
 }
+
+/// What the status array holds before a call: no status the kernel writes (a node id
+/// or a negative errno) is this value, so an unwritten word is never read as node 0.
+const UNWRITTEN: i32 = i32::MIN;
 
 impl PageStatus {
     /// Classify a status word returned by the kernel.
     pub fn from_raw(s: i32) -> PageStatus {
+        if s == UNWRITTEN {
+            return PageStatus::Unknown;
+        }
         if s >= 0 {
             return PageStatus::Node(s);
         }
@@ -60,9 +71,13 @@ pub enum CallError {
 }
 
 impl CallError {
-    fn from_errno(e: i32) -> CallError {
+    /// Classify a failed call's errno. A process killed but not yet reaped (or still
+    /// exiting) exists without an address space, and the kernel answers EINVAL, not
+    /// ESRCH: for the daemon that target is gone all the same.
+    fn from_errno(e: i32, pid: i32) -> CallError {
         match e {
             libc::ESRCH => CallError::NoProcess,
+            libc::EINVAL if super::procfs::memory_gone(pid) => CallError::NoProcess,
             libc::EPERM | libc::EACCES => CallError::Permission,
             libc::ENODEV => CallError::NoNode,
             e => CallError::Other(e),
@@ -70,16 +85,18 @@ impl CallError {
     }
 }
 
+/// One move_pages(2) call. `status` must be filled with [`UNWRITTEN`]. Returns how
+/// many pages the kernel reports it could not move (0 for a query).
 fn raw(
     pid: i32,
     pages: &[u64],
     nodes: Option<&[i32]>,
     status: &mut [i32],
     flags: i32,
-) -> Result<(), CallError> {
+) -> Result<usize, CallError> {
     debug_assert_eq!(pages.len(), status.len());
     if pages.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let ptrs: Vec<*mut libc::c_void> = pages.iter().map(|&a| a as *mut libc::c_void).collect();
     let nodes_ptr = nodes.map_or(std::ptr::null(), |n| n.as_ptr());
@@ -99,17 +116,19 @@ fn raw(
     if r < 0 {
         return Err(CallError::from_errno(
             std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            pid,
         ));
     }
-    Ok(())
+    Ok(r as usize)
 }
 
 /// Query the node of each page (`nodes = NULL`), in chunks of [`QUERY_CHUNK`].
 pub fn query(pid: i32, pages: &[u64]) -> Result<Vec<PageStatus>, CallError> {
     let mut out = Vec::with_capacity(pages.len());
-    let mut status = vec![0i32; QUERY_CHUNK.min(pages.len())];
+    let mut status = vec![UNWRITTEN; QUERY_CHUNK.min(pages.len())];
     for chunk in pages.chunks(QUERY_CHUNK) {
         let st = &mut status[..chunk.len()];
+        st.fill(UNWRITTEN);
         raw(pid, chunk, None, st, 0)?;
         out.extend(st.iter().map(|&s| PageStatus::from_raw(s)));
     }
@@ -118,11 +137,37 @@ pub fn query(pid: i32, pages: &[u64]) -> Result<Vec<PageStatus>, CallError> {
 
 /// Move each page to its node with `MPOL_MF_MOVE` in one call; the caller bounds the
 /// batch size. Returns each page's status afterwards.
+///
+/// When the kernel cannot move some pages (pinned ones, for instance) the call returns
+/// their count and may leave status words unwritten; those pages are then looked up
+/// with a query, so each one reads where it really is, as numactl's tools do.
 pub fn move_to(pid: i32, pages: &[u64], nodes: &[i32]) -> Result<Vec<PageStatus>, CallError> {
     assert_eq!(pages.len(), nodes.len());
-    let mut status = vec![0i32; pages.len()];
+    let mut status = vec![UNWRITTEN; pages.len()];
     raw(pid, pages, Some(nodes), &mut status, MPOL_MF_MOVE)?;
+    resolve_unwritten(&mut status, |unwritten| {
+        let addrs: Vec<u64> = unwritten.iter().map(|&i| pages[i]).collect();
+        let mut st = vec![UNWRITTEN; addrs.len()];
+        raw(pid, &addrs, None, &mut st, 0).ok().map(|_| st)
+    });
     Ok(status.into_iter().map(PageStatus::from_raw).collect())
+}
+
+/// Fill the unwritten words of a move's status array from `query`, which is given
+/// their indices and returns their statuses (or nothing when it fails, leaving them
+/// [`PageStatus::Unknown`]).
+fn resolve_unwritten(status: &mut [i32], query: impl FnOnce(&[usize]) -> Option<Vec<i32>>) {
+    let unwritten: Vec<usize> = (0..status.len())
+        .filter(|&i| status[i] == UNWRITTEN)
+        .collect();
+    if unwritten.is_empty() {
+        return;
+    }
+    if let Some(st) = query(&unwritten) {
+        for (&i, s) in unwritten.iter().zip(st) {
+            status[i] = s;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -175,6 +220,62 @@ mod tests {
         );
         // SAFETY: the mapping above.
         unsafe { libc::munmap(p, len) };
+    }
+
+    #[test]
+    fn unwritten_status_words_are_looked_up_never_read_as_node_0() {
+        // A 4-page batch to node 1 where the kernel moved two pages, wrote their
+        // status, and returned 2 for the two it could not move (pinned), writing
+        // nothing for them. Before the fix the array started at 0, a valid node id,
+        // so the pinned pages read as "now on node 0".
+        let mut status = vec![1, UNWRITTEN, 1, UNWRITTEN];
+        let mut asked = Vec::new();
+        resolve_unwritten(&mut status, |idx| {
+            asked = idx.to_vec();
+            Some(vec![0, -libc::EBUSY])
+        });
+        assert_eq!(asked, vec![1, 3]);
+        let st: Vec<PageStatus> = status.into_iter().map(PageStatus::from_raw).collect();
+        assert_eq!(
+            st,
+            vec![
+                PageStatus::Node(1),
+                PageStatus::Node(0),
+                PageStatus::Node(1),
+                PageStatus::Busy
+            ]
+        );
+        // A failed lookup leaves them unknown, not on a node.
+        let mut status = vec![UNWRITTEN, 1];
+        resolve_unwritten(&mut status, |_| None);
+        assert_eq!(PageStatus::from_raw(status[0]), PageStatus::Unknown);
+        assert_eq!(PageStatus::from_raw(status[1]), PageStatus::Node(1));
+    }
+
+    #[test]
+    fn a_killed_unreaped_target_is_gone_not_an_error() {
+        // A child killed and not yet reaped still has a pid but no memory map: the
+        // kernel answers EINVAL. Before the fix that was `Other(EINVAL)` and ended
+        // the daemon with status 1.
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .expect("sleep runs");
+        let pid = child.id() as i32;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !super::super::procfs::memory_gone(pid) {
+            assert!(std::time::Instant::now() < deadline, "child never died");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            super::super::procfs::read_status(pid).is_some(),
+            "the zombie is still there"
+        );
+        assert_eq!(query(pid, &[4096]), Err(CallError::NoProcess));
+        assert_eq!(move_to(pid, &[4096], &[0]), Err(CallError::NoProcess));
+        child.wait().unwrap();
     }
 
     #[test]

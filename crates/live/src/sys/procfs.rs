@@ -89,6 +89,10 @@ pub struct Status {
     pub uid: u32,
     /// Resident anonymous memory, KiB.
     pub rss_anon_kb: u64,
+    /// Whether the process still has an address space: the kernel prints the `Vm*`
+    /// lines only while it does (not for a zombie, nor once an exiting process has
+    /// dropped its memory).
+    pub has_memory: bool,
 }
 
 /// Parse the text of `/proc/PID/status`.
@@ -109,6 +113,7 @@ pub fn parse_status(text: &str) -> Status {
                     .and_then(|x| x.parse().ok())
                     .unwrap_or(0)
             }
+            "VmSize" => s.has_memory = true,
             "RssAnon" => {
                 s.rss_anon_kb = v
                     .split_whitespace()
@@ -127,6 +132,12 @@ pub fn read_status(pid: i32) -> Option<Status> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .map(|t| parse_status(&t))
+}
+
+/// True if `pid` has exited as far as its memory goes: no such process, a zombie, or a
+/// process whose address space is gone (killed and not yet reaped, or exiting).
+pub fn memory_gone(pid: i32) -> bool {
+    read_status(pid).is_none_or(|s| s.state == 'Z' || s.state == 'X' || !s.has_memory)
 }
 
 /// True if `pid` exists and is not a zombie.
@@ -199,17 +210,20 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
 
     #[test]
     fn status_fields() {
-        let s = parse_status("Name:\thog\nState:\tS (sleeping)\nUid:\t65534\t65534\t65534\t65534\nRssAnon:\t   65536 kB\n");
+        let s = parse_status("Name:\thog\nState:\tS (sleeping)\nUid:\t65534\t65534\t65534\t65534\nVmSize:\t  123456 kB\nRssAnon:\t   65536 kB\n");
         assert_eq!(
             s,
             Status {
                 name: "hog".into(),
                 state: 'S',
                 uid: 65534,
-                rss_anon_kb: 65536
+                rss_anon_kb: 65536,
+                has_memory: true,
             }
         );
-        assert_eq!(parse_status("State:\tZ (zombie)\n").state, 'Z');
+        let z = parse_status("State:\tZ (zombie)\n");
+        assert_eq!(z.state, 'Z');
+        assert!(!z.has_memory);
     }
 
     #[test]
