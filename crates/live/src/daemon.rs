@@ -131,7 +131,15 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
     }
     let name = opts.policy.name();
     let caps = caps::effective();
-    let damon_probe = damon::probe_at(std::path::Path::new(damon::ADMIN), false);
+    // Which DAMON operations the kernel has is known only from a context's
+    // `avail_operations`; with no kdamond configured, a privileged user creates one
+    // for a moment to read it (nobody else is using DAMON then), so a kernel without
+    // per-process monitoring is refused here rather than at kdamond start.
+    let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
+    let damon_probe = damon::probe_at(
+        std::path::Path::new(damon::ADMIN),
+        may_write_damon_sysfs(caps, me),
+    );
     let perf_probe = perf::probe();
     let offer: Offer = crate::doctor::offer_from(&damon_probe, &perf_probe);
     // An unprivileged user cannot read the DAMON tree at all: judge by its presence.
@@ -142,7 +150,6 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
     let needs_damon = needs
         .iter()
         .any(|n| matches!(n, Need::AccessedBits | Need::HintFaults));
-    let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
     check_privileges(name, needs_damon, caps, me, target_uid)?;
     if needs_damon && !damon_probe.running.is_empty() {
         return Err(LiveError::usage(format!(
@@ -172,8 +179,15 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
     })
 }
 
-/// The privilege checks, before anything is touched: DAMON sysfs needs
-/// CAP_SYS_ADMIN; another user's process needs CAP_SYS_PTRACE (move_pages(2) checks
+/// Whether this user may write DAMON sysfs: its files are root-owned with mode 0600,
+/// so what counts is being root or holding CAP_DAC_OVERRIDE (DAMON checks no
+/// capability of its own).
+pub fn may_write_damon_sysfs(caps: caps::CapSet, uid: u32) -> bool {
+    uid == 0 || caps.has(caps::CAP_DAC_OVERRIDE)
+}
+
+/// The privilege checks, before anything is touched: DAMON sysfs needs root or
+/// CAP_DAC_OVERRIDE; another user's process needs CAP_SYS_PTRACE (move_pages(2) checks
 /// ptrace-read access; CAP_SYS_NICE matters only for MPOL_MF_MOVE_ALL).
 pub fn check_privileges(
     policy: &str,
@@ -182,9 +196,9 @@ pub fn check_privileges(
     my_uid: u32,
     target_uid: Option<u32>,
 ) -> Result<(), LiveError> {
-    if needs_damon && !caps.has(caps::CAP_SYS_ADMIN) {
+    if needs_damon && !may_write_damon_sysfs(caps, my_uid) {
         return Err(LiveError::privilege(format!(
-            "policy `{policy}` reads accessed bits through DAMON sysfs, which needs CAP_SYS_ADMIN (run tierkit as root)"
+            "policy `{policy}` reads accessed bits through DAMON sysfs, whose files are root's with mode 0600: run tierkit as root or give it CAP_DAC_OVERRIDE"
         )));
     }
     if let Some(uid) = target_uid {
@@ -324,7 +338,7 @@ impl Observer {
         let kd = Kdamond::start(admin_path(), pid, ops, &ranges, &attrs).map_err(|e| {
             match e.kind() {
                 std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
-                    "DAMON sysfs refused a write ({e}); it needs CAP_SYS_ADMIN"
+                    "DAMON sysfs refused a write ({e}); run tierkit as root or give it CAP_DAC_OVERRIDE"
                 )),
                 _ => LiveError::runtime(format!(
                     "cannot start a DAMON kdamond with {ops} operations: {e}"
@@ -1112,10 +1126,18 @@ mod tests {
     fn privileges_name_the_missing_capability() {
         let none = caps::CapSet(0);
         let admin = caps::CapSet(1 << caps::CAP_SYS_ADMIN);
+        let dac = caps::CapSet(1 << caps::CAP_DAC_OVERRIDE);
         let e = check_privileges("pet", true, none, 1000, None).unwrap_err();
         assert_eq!(e.code, 3);
-        assert!(e.msg.contains("CAP_SYS_ADMIN"));
-        assert!(check_privileges("pet", true, admin, 0, Some(0)).is_ok());
+        assert!(
+            e.msg.contains("CAP_DAC_OVERRIDE") && e.msg.contains("root"),
+            "{e}"
+        );
+        // DAMON's files are root's, mode 0600: CAP_SYS_ADMIN alone cannot open them
+        // (this passed before the fix), CAP_DAC_OVERRIDE or uid 0 can.
+        assert!(check_privileges("pet", true, admin, 1000, None).is_err());
+        assert!(check_privileges("pet", true, dac, 1000, None).is_ok());
+        assert!(check_privileges("pet", true, none, 0, Some(0)).is_ok());
         // Placement-only policy, own child: nothing needed.
         assert!(check_privileges("first-touch", false, none, 1000, None).is_ok());
         let e = check_privileges("first-touch", false, none, 1000, Some(0)).unwrap_err();

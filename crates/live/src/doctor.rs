@@ -11,7 +11,9 @@ use tierkit_policies::PolicyConfig;
 pub struct Privileges {
     /// Real uid.
     pub uid: u32,
-    /// CAP_SYS_ADMIN (DAMON sysfs, pagemap PFNs, idle page tracking).
+    /// CAP_DAC_OVERRIDE (DAMON sysfs and idle page tracking when not root).
+    pub cap_dac_override: bool,
+    /// CAP_SYS_ADMIN (pagemap PFNs).
     pub cap_sys_admin: bool,
     /// CAP_SYS_PTRACE (move another user's process's pages).
     pub cap_sys_ptrace: bool,
@@ -146,9 +148,9 @@ pub fn gather() -> Report {
             damon.running
         ));
     }
-    if damon.present && !caps.has(caps::CAP_SYS_ADMIN) {
+    if damon.present && !crate::daemon::may_write_damon_sysfs(caps, uid) {
         notes.push(
-            "DAMON sysfs needs CAP_SYS_ADMIN: accessed-bit policies cannot run as this user".into(),
+            "DAMON sysfs files are root's (mode 0600): accessed-bit policies need root or CAP_DAC_OVERRIDE".into(),
         );
     }
     if !damon.present {
@@ -178,6 +180,7 @@ pub fn gather() -> Report {
         demotion_enabled: read_trim("/sys/kernel/mm/numa/demotion_enabled"),
         privileges: Privileges {
             uid,
+            cap_dac_override: caps.has(caps::CAP_DAC_OVERRIDE),
             cap_sys_admin: caps.has(caps::CAP_SYS_ADMIN),
             cap_sys_ptrace: caps.has(caps::CAP_SYS_PTRACE),
             cap_sys_nice: caps.has(caps::CAP_SYS_NICE),
@@ -274,8 +277,9 @@ pub fn render(r: &Report) -> String {
     );
     let p = &r.privileges;
     s.push_str(&format!(
-        "\nprivileges (uid {}): CAP_SYS_ADMIN {}, CAP_SYS_PTRACE {}, CAP_SYS_NICE {}, CAP_PERFMON {}\n",
+        "\nprivileges (uid {}): CAP_DAC_OVERRIDE {}, CAP_SYS_ADMIN {}, CAP_SYS_PTRACE {}, CAP_SYS_NICE {}, CAP_PERFMON {}\n",
         p.uid,
+        yn(p.cap_dac_override),
         yn(p.cap_sys_admin),
         yn(p.cap_sys_ptrace),
         yn(p.cap_sys_nice),

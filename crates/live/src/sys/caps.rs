@@ -1,10 +1,13 @@
 //! Capabilities from `/proc/self/status` (`CapEff`), checked before anything runs so
 //! a missing privilege is one clear line naming the capability.
 
+/// `CAP_DAC_OVERRIDE`: write files whose mode does not let this user, such as DAMON
+/// sysfs (root-owned, mode 0600) when tierkit does not run as root.
+pub const CAP_DAC_OVERRIDE: u32 = 1;
 /// `CAP_SYS_PTRACE`: ptrace-read access to another user's process (move_pages(2) of
 /// its pages, its /proc/PID/pagemap).
 pub const CAP_SYS_PTRACE: u32 = 19;
-/// `CAP_SYS_ADMIN`: DAMON sysfs, pagemap PFNs, idle page tracking.
+/// `CAP_SYS_ADMIN`: pagemap PFNs.
 pub const CAP_SYS_ADMIN: u32 = 21;
 /// `CAP_SYS_NICE`: move_pages(2) with `MPOL_MF_MOVE_ALL` (shared pages).
 pub const CAP_SYS_NICE: u32 = 23;
