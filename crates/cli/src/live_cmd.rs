@@ -124,7 +124,16 @@ fn finish(r: Result<tierkit_live::stats::Summary, LiveError>) -> i32 {
                 s.last.migrate_failures,
                 s.daemon_cpu_pct
             );
-            0
+            // `tierkit run` is a wrapper: it ends as its command did.
+            match (s.command_status, &s.command_ended) {
+                (Some(code), Some(how)) => {
+                    if code != 0 {
+                        eprintln!("tierkit: the command {how}");
+                    }
+                    code
+                }
+                _ => 0,
+            }
         }
         Err(e) => {
             eprintln!("tierkit: {e}");

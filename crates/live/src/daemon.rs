@@ -62,17 +62,38 @@ pub enum Target {
 const WARMUP_LIMIT_NS: u64 = 30 * NS_PER_SEC;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The signal that set [`STOP`], forwarded to a command `tierkit run` started.
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
 }
 
 fn install_signal_handlers() {
     let h = on_signal as extern "C" fn(libc::c_int);
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    // SAFETY: the handler only stores to atomics, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, h as libc::sighandler_t);
         libc::signal(libc::SIGTERM, h as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, h as libc::sighandler_t);
+    }
+}
+
+/// A finished command's status as a shell reports it: its exit code, or 128 plus the
+/// number of the signal that killed it.
+pub fn shell_status(st: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}
+
+/// How a finished command ended, in words.
+pub fn describe_status(st: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => "ended".into(),
     }
 }
 
@@ -459,15 +480,52 @@ impl Drop for Observer {
 
 struct Running {
     pid: i32,
+    /// The command `tierkit run` started (None for `attach`), its name, and how it
+    /// ended once it has.
     child: Option<std::process::Child>,
+    name: String,
+    status: Option<std::process::ExitStatus>,
 }
 
 impl Running {
     fn exited(&mut self) -> bool {
+        if self.status.is_some() {
+            return true;
+        }
         match &mut self.child {
-            Some(c) => !matches!(c.try_wait(), Ok(None)),
+            Some(c) => match c.try_wait() {
+                Ok(Some(st)) => {
+                    self.status = Some(st);
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => true,
+            },
             None => !procfs::alive(self.pid),
         }
+    }
+
+    /// For a command tierkit started: wait until it ends, first passing on the
+    /// signal that stopped tierkit, and saying what happens to it. Returns its status.
+    fn wait_for_command(&mut self, why: &str, signal: i32) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        if self.status.is_none() {
+            if signal != 0 {
+                // SAFETY: signalling our own child, which we have not reaped.
+                unsafe { libc::kill(self.pid, signal) };
+                eprintln!(
+                    "tierkit: passed signal {signal} on to `{}` (pid {}); waiting for it to exit",
+                    self.name, self.pid
+                );
+            } else {
+                eprintln!(
+                    "tierkit: {why}; `{}` (pid {}) runs on untiered, waiting for it to exit",
+                    self.name, self.pid
+                );
+            }
+            self.status = child.wait().ok();
+        }
+        self.status
     }
 }
 
@@ -575,10 +633,20 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         }
         None => None,
     };
+    // Everything that can fail is done before a command is started, so no error
+    // leaves it running unattended; a signal from now on stops tiering cleanly (the
+    // command starts with the default dispositions: exec resets handlers).
+    install_signal_handlers();
+    let mut policy = opts
+        .policy
+        .try_build(&BuildContext::default())
+        .map_err(|e| LiveError::usage(format!("policy `{}`: {e}", opts.policy.name())))?;
     let mut running = match target {
         Target::Pid(p) => Running {
             pid: p,
             child: None,
+            name: String::new(),
+            status: None,
         },
         Target::Command(cmd) => {
             let child = std::process::Command::new(&cmd[0])
@@ -588,10 +656,11 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
             Running {
                 pid: child.id() as i32,
                 child: Some(child),
+                name: cmd[0].clone(),
+                status: None,
             }
         }
     };
-    install_signal_handlers();
     let live = &opts.live;
     let limits = MoverLimits {
         batch_pages: live.batch_pages,
@@ -600,10 +669,6 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     };
     let mut mech = LiveMechanisms::new(running.pid, setup, limits, live.seed, opts.dry_run);
     let cpu0 = stats::process_cpu_ns();
-    let mut policy = opts
-        .policy
-        .try_build(&BuildContext::default())
-        .map_err(|e| LiveError::usage(format!("policy `{}`: {e}", opts.policy.name())))?;
     let wants_alloc = policy.requirements().page_alloc_events;
     let interval_ns = live.interval_ms * NS_PER_MS;
     let deadline = opts.duration_s.map(|s| (s * 1e9) as Nanos);
@@ -875,6 +940,19 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         o.shutdown();
     }
     let wall_ns = mech.elapsed();
+    // A wrapper ends with its command: tiering stops first (the daemon's work is an
+    // optimisation; a failure of it never kills the command).
+    let why = match (&failure, end_reason) {
+        (Some(e), _) => e.msg.clone(),
+        (None, "duration") => "tiering stopped after --duration-s".to_string(),
+        (None, r) => format!("tiering stopped ({r})"),
+    };
+    let signal = if end_reason == "signal" {
+        STOP_SIGNAL.load(Ordering::SeqCst)
+    } else {
+        0
+    };
+    let command_status = running.wait_for_command(&why, signal);
     let mut last = line(&mech, false, cpu0);
     last.damon_regions = last_line.damon_regions;
     emit(
@@ -894,6 +972,8 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         nodes: plan.nodes,
         dry_run: opts.dry_run,
         end_reason: end_reason.to_string(),
+        command_status: command_status.map(shell_status),
+        command_ended: command_status.map(describe_status),
         duration_s: wall_ns as f64 / 1e9,
         daemon_cpu_pct: 100.0 * last.daemon_cpu_ns as f64 / wall_ns.max(1) as f64,
         move_pages_per_s: if c.move_ns > 0 {
@@ -919,9 +999,13 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         std::fs::write(p, text + "\n")
             .map_err(|e| LiveError::runtime(format!("--summary {}: {e}", p.display())))?;
     }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(summary),
+    match (failure, command_status) {
+        (Some(mut e), Some(st)) => {
+            e.msg = format!("{}; `{}` {}", e.msg, running.name, describe_status(st));
+            Err(e)
+        }
+        (Some(e), None) => Err(e),
+        (None, _) => Ok(summary),
     }
 }
 
@@ -1075,6 +1159,28 @@ fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_status_reads_as_a_shell_reports_it() {
+        let run = |script: &str| {
+            std::process::Command::new("sh")
+                .args(["-c", script])
+                .status()
+                .unwrap()
+        };
+        let st = run("exit 3");
+        assert_eq!(
+            (shell_status(st), describe_status(st).as_str()),
+            (3, "exited with status 3")
+        );
+        let st = run("kill -TERM $$");
+        assert_eq!(shell_status(st), 128 + libc::SIGTERM);
+        assert_eq!(
+            describe_status(st),
+            format!("was killed by signal {}", libc::SIGTERM)
+        );
+        assert_eq!(shell_status(run("true")), 0);
+    }
 
     #[test]
     fn a_passing_move_failure_backs_off_instead_of_ending_the_daemon() {

@@ -89,6 +89,11 @@ pub struct Summary {
     pub dry_run: bool,
     /// Why the daemon stopped: `target-exited`, `duration`, `signal`.
     pub end_reason: String,
+    /// For `tierkit run`: the command's status as a shell reports it (its exit code,
+    /// or 128 + the signal that killed it), which `run` exits with.
+    pub command_status: Option<i32>,
+    /// For `tierkit run`: how the command ended, in words.
+    pub command_ended: Option<String>,
     /// Wall seconds attached.
     pub duration_s: f64,
     /// Daemon CPU over wall time, percent of one CPU.

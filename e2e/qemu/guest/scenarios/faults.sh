@@ -166,3 +166,30 @@ doctor() {
     grep -qi damon /tmp/doctor.out
     check $? "doctor reports DAMON"
 }
+
+# fault-run-status: `tierkit run` is a wrapper. It exits with its command's status,
+# passes SIGTERM on to the command and waits for it, and says what happened to it.
+# first-touch needs no DAMON, so the checks are about the wrapper alone.
+fault_run_status() {
+    tierkit run --policy first-touch -- false >/tmp/run-false.out 2>/tmp/run-false.err
+    rc=$?
+    [ $rc -eq 1 ]
+    check $? "run -- false exits with status 1 (got $rc)"
+    tierkit run --policy first-touch -- sh -c 'exit 3' >/tmp/run-3.out 2>/tmp/run-3.err
+    rc=$?
+    [ $rc -eq 3 ] && grep -q 'exited with status 3' /tmp/run-3.err
+    check $? "run -- sh -c 'exit 3' exits with status 3 and says so (got $rc): $(tail -n1 /tmp/run-3.err)"
+    rm -f /tmp/run-term.flag
+    tierkit run --policy first-touch -- sh -c \
+        'trap "echo term >/tmp/run-term.flag; exit 7" TERM; while :; do sleep 0.1; done' \
+        >/tmp/run-term.out 2>/tmp/run-term.err &
+    _rp=$!
+    sleep 2
+    kill -TERM $_rp
+    wait_exit $_rp 20
+    [ "$WAIT_RC" -eq 7 ] && [ -f /tmp/run-term.flag ]
+    check $? "SIGTERM to tierkit reaches the command, and tierkit exits with its status 7 (got $WAIT_RC, flag $([ -f /tmp/run-term.flag ] && echo set || echo missing))"
+    grep -q 'passed signal 15 on to' /tmp/run-term.err
+    check $? "tierkit says it passed the signal on: $(grep -m1 'signal' /tmp/run-term.err)"
+    [ "$WAIT_RC" -eq 124 ] && { kill -9 $_rp 2>/dev/null; show /tmp/run-term.err "stderr|"; }
+}

@@ -20,6 +20,7 @@ fault-daemon-kill) fault_daemon_kill ;;
 fault-bad-pid) fault_bad_pid ;;
 fault-unprivileged) fault_unprivileged ;;
 fault-single-node) fault_single_node ;;
+fault-run-status) fault_run_status ;;
 *) fail "unknown scenario '$1'" ;;
 esac
 exit 0
