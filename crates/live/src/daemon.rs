@@ -172,11 +172,8 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
         .iter()
         .any(|n| matches!(n, Need::AccessedBits | Need::HintFaults));
     check_privileges(name, needs_damon, caps, me, target_uid)?;
-    if needs_damon && !damon_probe.running.is_empty() {
-        return Err(LiveError::usage(format!(
-            "DAMON is in use: kdamond {:?} is on; turn it off (echo off > /sys/kernel/mm/damon/admin/kdamonds/N/state) first",
-            damon_probe.running
-        )));
+    if needs_damon {
+        damon::can_start(admin_path(), registry_path()).map_err(LiveError::usage)?;
     }
     let damon_ops = match opts.live.damon_ops.as_str() {
         "auto"
@@ -332,6 +329,10 @@ fn admin_path() -> &'static std::path::Path {
     std::path::Path::new(damon::ADMIN)
 }
 
+fn registry_path() -> &'static std::path::Path {
+    std::path::Path::new(damon::REGISTRY)
+}
+
 struct Observer {
     stop: Arc<AtomicBool>,
     ranges: SharedRanges,
@@ -356,7 +357,7 @@ impl Observer {
             min_nr_regions: live.damon_min_nr_regions,
             max_nr_regions: live.damon_max_nr_regions,
         };
-        let kd = Kdamond::start(admin_path(), pid, ops, &ranges, &attrs).map_err(|e| {
+        let kd = Kdamond::start(admin_path(), registry_path(), pid, ops, &ranges, &attrs).map_err(|e| {
             match e.kind() {
                 std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
                     "DAMON sysfs refused a write ({e}); run tierkit as root or give it CAP_DAC_OVERRIDE"
@@ -419,7 +420,14 @@ impl Observer {
                 }
                 if !kd.running() && target_alive && restarts < OBSERVER_RETRIES {
                     kd.stop();
-                    match Kdamond::start(admin_path(), pid, &thread_ops, &ranges, &attrs) {
+                    match Kdamond::start(
+                        admin_path(),
+                        registry_path(),
+                        pid,
+                        &thread_ops,
+                        &ranges,
+                        &attrs,
+                    ) {
                         Ok(k) => {
                             kd = k;
                             restarts += 1;

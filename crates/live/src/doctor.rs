@@ -142,11 +142,11 @@ pub fn gather() -> Report {
     if numa_balancing.as_deref().is_some_and(|m| m != "0") {
         notes.push("kernel NUMA balancing is on and migrates pages itself; set /proc/sys/kernel/numa_balancing to 0 so only the policy moves pages".into());
     }
-    if damon.present && !damon.running.is_empty() {
-        notes.push(format!(
-            "DAMON kdamond(s) {:?} are on: the daemon cannot start its own until they are off",
-            damon.running
-        ));
+    if let Err(why) = damon::can_start(
+        std::path::Path::new(damon::ADMIN),
+        std::path::Path::new(damon::REGISTRY),
+    ) {
+        notes.push(why);
     }
     if damon.present && !crate::daemon::may_write_damon_sysfs(caps, uid) {
         notes.push(

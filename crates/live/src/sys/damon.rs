@@ -3,6 +3,14 @@
 //! ranges), and a `stat` scheme matching every region, whose `tried_regions` give a
 //! snapshot of every region's `nr_accesses` and `age` (6.2+). The write sequence
 //! is the one in `shared/reference/qemu-numa.md`.
+//!
+//! DAMON is shared with other tools (damo, DAMON_RECLAIM-like setups). tierkit uses
+//! a kdamond of its own and never touches one it did not start: it records each
+//! kdamond it takes in a registry file (`/run/tierkit/kdamond-N`: the daemon's pid
+//! and start time), so a later daemon recognises one left by a killed daemon and
+//! takes it back. A new kdamond is added by growing `nr_kdamonds` by one, which the
+//! kernel allows only while no kdamond is on (it answers EBUSY otherwise, and
+//! rebuilds every kdamond directory when it does allow it).
 
 use serde::Serialize;
 use std::io;
@@ -10,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 /// The DAMON sysfs admin directory.
 pub const ADMIN: &str = "/sys/kernel/mm/damon/admin";
+/// Where tierkit records the kdamonds it owns.
+pub const REGISTRY: &str = "/run/tierkit";
 
 /// Monitoring attributes of the daemon's kdamond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -108,42 +118,111 @@ pub fn probe_at(admin: &Path, allow_touch: bool) -> Probe {
     }
 }
 
-/// A kdamond the daemon configured and started; turned off and removed on drop.
+/// The registry file of kdamond `idx`.
+fn owner_file(registry: &Path, idx: u32) -> PathBuf {
+    registry.join(format!("kdamond-{idx}"))
+}
+
+/// `pid start_time` of this process, the content of a registry file.
+fn owner_stamp() -> String {
+    let pid = std::process::id() as i32;
+    format!("{pid} {}\n", super::procfs::start_time(pid).unwrap_or(0))
+}
+
+/// Kdamonds below `nr` that a tierkit daemon took and that no living daemon holds
+/// (its process is gone, or the pid now names another process).
+fn stale_own(registry: &Path, nr: u32) -> Vec<u32> {
+    (0..nr)
+        .filter(|&i| {
+            let Ok(text) = std::fs::read_to_string(owner_file(registry, i)) else {
+                return false;
+            };
+            let mut f = text.split_whitespace().map(|x| x.parse::<u64>().ok());
+            match (f.next().flatten(), f.next().flatten()) {
+                (Some(pid), Some(start)) => super::procfs::start_time(pid as i32) != Some(start),
+                _ => true,
+            }
+        })
+        .collect()
+}
+
+/// Whether a daemon could take a kdamond now: one left by a dead tierkit daemon, or
+/// room to add one (no kdamond is on). The error says which kdamonds are in the way.
+pub fn can_start(admin: &Path, registry: &Path) -> Result<(), String> {
+    let p = probe_at(admin, false);
+    if !p.present || p.running.is_empty() || !stale_own(registry, p.nr_kdamonds).is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "DAMON is in use by another tool: kdamond(s) {:?} are on, and the kernel adds no kdamond while one runs (nr_kdamonds is busy); tierkit leaves them alone — stop them, or attach when they are done",
+        p.running
+    ))
+}
+
+/// A kdamond the daemon configured and started; turned off, and given back, on drop.
 #[derive(Debug)]
 pub struct Kdamond {
     kd: PathBuf,
     on: bool,
+    owner: PathBuf,
+    /// `nr_kdamonds` before this daemon added its kdamond, restored on stop when
+    /// nothing else changed it.
+    grown_from: Option<u32>,
 }
 
 impl Kdamond {
-    /// Configure kdamond 0 to monitor `pid` with `ops` (`vaddr` or `fvaddr`; `ranges`
-    /// are the fvaddr target regions, ignored by vaddr) and turn it on. Fails if
-    /// another kdamond is running (writing `nr_kdamonds` would fail with EBUSY).
+    /// Take a kdamond (one a dead tierkit daemon left, or a new one), configure it to
+    /// monitor `pid` with `ops` (`vaddr` or `fvaddr`; `ranges` are the fvaddr target
+    /// regions, ignored by vaddr) and turn it on. Fails, touching nothing, when
+    /// another tool's kdamond is on and no kdamond of tierkit's is free.
     pub fn start(
         admin: &Path,
+        registry: &Path,
         pid: i32,
         ops: &str,
         ranges: &[(u64, u64)],
         a: &Attrs,
     ) -> io::Result<Kdamond> {
-        let kd = admin.join("kdamonds");
+        let kds = admin.join("kdamonds");
         let p = probe_at(admin, false);
-        if !p.running.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::ResourceBusy,
-                format!(
-                    "DAMON is in use: kdamond {:?} is on; turn it off first",
-                    p.running
-                ),
-            ));
-        }
-        write(&kd.join("nr_kdamonds"), "1")?;
-        let mut me = Kdamond {
-            kd: kd.join("0"),
-            on: false,
+        let (idx, grown_from) = match stale_own(registry, p.nr_kdamonds).first() {
+            Some(&i) => {
+                // A killed daemon's kdamond may still run; turning it off is the only
+                // way to reconfigure it.
+                let _ = write(&kds.join(format!("{i}/state")), "off");
+                (i, None)
+            }
+            None if p.running.is_empty() => {
+                write(&kds.join("nr_kdamonds"), &(p.nr_kdamonds + 1).to_string())?;
+                (p.nr_kdamonds, Some(p.nr_kdamonds))
+            }
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::ResourceBusy,
+                    can_start(admin, registry)
+                        .err()
+                        .unwrap_or_else(|| "DAMON is in use".into()),
+                ))
+            }
         };
-        write(&me.kd.join("contexts/nr_contexts"), "1")?;
-        let c = me.ctx();
+        std::fs::create_dir_all(registry)?;
+        let owner = owner_file(registry, idx);
+        write(&owner, &owner_stamp())?;
+        let mut me = Kdamond {
+            kd: kds.join(idx.to_string()),
+            on: false,
+            owner,
+            grown_from,
+        };
+        me.configure(pid, ops, ranges, a)?;
+        write(&me.kd.join("state"), "on")?;
+        me.on = true;
+        Ok(me)
+    }
+
+    fn configure(&self, pid: i32, ops: &str, ranges: &[(u64, u64)], a: &Attrs) -> io::Result<()> {
+        write(&self.kd.join("contexts/nr_contexts"), "1")?;
+        let c = self.ctx();
         write(&c.join("operations"), ops)?;
         let iv = c.join("monitoring_attrs/intervals");
         write(&iv.join("sample_us"), &a.sample_us.to_string())?;
@@ -156,7 +235,7 @@ impl Kdamond {
         write(&c.join("targets/nr_targets"), "1")?;
         write(&c.join("targets/0/pid_target"), &pid.to_string())?;
         if ops == "fvaddr" {
-            me.write_regions(ranges)?;
+            self.write_regions(ranges)?;
         }
         let s = c.join("schemes");
         write(&s.join("nr_schemes"), "1")?;
@@ -167,10 +246,7 @@ impl Kdamond {
             &s.join("0/access_pattern/nr_accesses/max"),
             &u32::MAX.to_string(),
         )?;
-        write(&s.join("0/access_pattern/age/max"), &u32::MAX.to_string())?;
-        write(&me.kd.join("state"), "on")?;
-        me.on = true;
-        Ok(me)
+        write(&s.join("0/access_pattern/age/max"), &u32::MAX.to_string())
     }
 
     fn ctx(&self) -> PathBuf {
@@ -208,15 +284,22 @@ impl Kdamond {
         std::fs::read_to_string(self.kd.join("state")).is_ok_and(|s| s.trim() == "on")
     }
 
-    /// Turn the kdamond off and remove it (also done on drop).
+    /// Turn the kdamond off and give it back (also done on drop): the registry entry
+    /// goes, and a kdamond this daemon added is removed again if the count is still
+    /// the one it left and nothing is on.
     pub fn stop(&mut self) {
         if self.on {
             let _ = write(&self.kd.join("state"), "off");
-            if let Some(kds) = self.kd.parent() {
-                let _ = write(&kds.join("nr_kdamonds"), "0");
-            }
             self.on = false;
         }
+        if let (Some(before), Some(kds)) = (self.grown_from.take(), self.kd.parent()) {
+            let admin = kds.parent().unwrap_or(kds);
+            let p = probe_at(admin, false);
+            if p.nr_kdamonds == before + 1 && p.running.is_empty() {
+                let _ = write(&kds.join("nr_kdamonds"), &before.to_string());
+            }
+        }
+        let _ = std::fs::remove_file(&self.owner);
     }
 }
 
@@ -289,6 +372,143 @@ mod tests {
                 }
             ]
         );
+    }
+
+    /// A DAMON sysfs tree in a temporary directory, as the kernel shows it with `nr`
+    /// kdamonds whose states are `states` (directories made for `dirs` kdamonds: the
+    /// kernel makes them when `nr_kdamonds` is written, the fake in advance).
+    struct FakeDamon {
+        root: PathBuf,
+    }
+
+    impl FakeDamon {
+        fn new(name: &str, states: &[&str], dirs: u32) -> FakeDamon {
+            let root = std::env::temp_dir()
+                .join(format!("tierkit-fake-damon-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            let kds = root.join("admin/kdamonds");
+            for i in 0..dirs {
+                let c = kds.join(format!("{i}/contexts/0"));
+                for d in [
+                    "monitoring_attrs/intervals",
+                    "monitoring_attrs/nr_regions",
+                    "targets/0/regions",
+                    "schemes/0/access_pattern/sz",
+                    "schemes/0/access_pattern/nr_accesses",
+                    "schemes/0/access_pattern/age",
+                ] {
+                    std::fs::create_dir_all(c.join(d)).unwrap();
+                }
+                std::fs::write(c.join("avail_operations"), "vaddr fvaddr paddr\n").unwrap();
+            }
+            std::fs::write(kds.join("nr_kdamonds"), format!("{}\n", states.len())).unwrap();
+            for (i, st) in states.iter().enumerate() {
+                std::fs::write(kds.join(format!("{i}/state")), format!("{st}\n")).unwrap();
+            }
+            FakeDamon { root }
+        }
+        fn admin(&self) -> PathBuf {
+            self.root.join("admin")
+        }
+        fn registry(&self) -> PathBuf {
+            self.root.join("run")
+        }
+        fn read(&self, rel: &str) -> Option<String> {
+            std::fs::read_to_string(self.admin().join("kdamonds").join(rel))
+                .ok()
+                .map(|s| s.trim().to_string())
+        }
+    }
+
+    impl Drop for FakeDamon {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    const ATTRS: Attrs = Attrs {
+        sample_us: 5000,
+        aggr_us: 100_000,
+        update_us: 1_000_000,
+        min_nr_regions: 10,
+        max_nr_regions: 1000,
+    };
+
+    #[test]
+    fn another_tools_running_kdamond_is_left_alone() {
+        let f = FakeDamon::new("busy", &["on"], 2);
+        let e = Kdamond::start(&f.admin(), &f.registry(), 1, "vaddr", &[], &ATTRS).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ResourceBusy);
+        assert!(
+            e.to_string().contains("[0]") && e.to_string().contains("another tool"),
+            "{e}"
+        );
+        assert!(can_start(&f.admin(), &f.registry()).is_err());
+        assert_eq!(f.read("nr_kdamonds").as_deref(), Some("1"));
+        assert_eq!(f.read("0/state").as_deref(), Some("on"));
+        assert_eq!(f.read("0/contexts/nr_contexts"), None, "nothing written");
+        assert!(!owner_file(&f.registry(), 0).exists());
+    }
+
+    #[test]
+    fn a_new_kdamond_is_added_beside_an_idle_one_and_given_back() {
+        // Before: tierkit wrote nr_kdamonds 1 and configured kdamond 0, whoever's it was.
+        let f = FakeDamon::new("idle", &["off"], 2);
+        assert!(can_start(&f.admin(), &f.registry()).is_ok());
+        let mut k = Kdamond::start(&f.admin(), &f.registry(), 77, "vaddr", &[], &ATTRS).unwrap();
+        assert_eq!(f.read("nr_kdamonds").as_deref(), Some("2"));
+        assert_eq!(f.read("1/state").as_deref(), Some("on"));
+        assert_eq!(
+            f.read("1/contexts/0/targets/0/pid_target").as_deref(),
+            Some("77")
+        );
+        assert_eq!(
+            f.read("0/contexts/nr_contexts"),
+            None,
+            "kdamond 0 untouched"
+        );
+        let stamp = std::fs::read_to_string(owner_file(&f.registry(), 1)).unwrap();
+        assert_eq!(stamp, owner_stamp());
+        k.stop();
+        assert_eq!(f.read("1/state").as_deref(), Some("off"));
+        assert_eq!(
+            f.read("nr_kdamonds").as_deref(),
+            Some("1"),
+            "count restored"
+        );
+        assert!(!owner_file(&f.registry(), 1).exists());
+    }
+
+    #[test]
+    fn a_killed_daemons_kdamond_is_recognised_and_taken_back() {
+        // A SIGKILLed daemon left kdamond 0 on. Before: refused ("DAMON is in use").
+        let f = FakeDamon::new("stale", &["on"], 1);
+        std::fs::create_dir_all(f.registry()).unwrap();
+        // A pid that cannot exist (above pid_max's ceiling), so the owner is dead.
+        std::fs::write(owner_file(&f.registry(), 0), "4194400 12345\n").unwrap();
+        assert!(can_start(&f.admin(), &f.registry()).is_ok());
+        let k = Kdamond::start(&f.admin(), &f.registry(), 78, "vaddr", &[], &ATTRS).unwrap();
+        assert_eq!(
+            f.read("nr_kdamonds").as_deref(),
+            Some("1"),
+            "no kdamond added"
+        );
+        assert_eq!(
+            f.read("0/contexts/0/targets/0/pid_target").as_deref(),
+            Some("78")
+        );
+        assert_eq!(f.read("0/state").as_deref(), Some("on"));
+        assert_eq!(
+            std::fs::read_to_string(owner_file(&f.registry(), 0)).unwrap(),
+            owner_stamp()
+        );
+        drop(k);
+        assert_eq!(f.read("0/state").as_deref(), Some("off"));
+        assert!(!owner_file(&f.registry(), 0).exists());
+        // A living owner's kdamond (this test process) is not stale.
+        std::fs::create_dir_all(f.registry()).unwrap();
+        std::fs::write(owner_file(&f.registry(), 0), owner_stamp()).unwrap();
+        assert!(stale_own(&f.registry(), 1).is_empty());
     }
 
     #[test]

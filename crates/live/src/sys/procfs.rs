@@ -134,6 +134,20 @@ pub fn read_status(pid: i32) -> Option<Status> {
         .map(|t| parse_status(&t))
 }
 
+/// The start time of `pid` (clock ticks after boot, field 22 of `/proc/PID/stat`):
+/// with the pid, it names one process even after the pid is reused.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_start_time(&text)
+}
+
+/// Field 22 of a `/proc/PID/stat` line; the command name (field 2) may hold spaces
+/// and parentheses, so fields are counted after its last `)`.
+pub fn parse_start_time(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// True if `pid` has exited as far as its memory goes: no such process, a zombie, or a
 /// process whose address space is gone (killed and not yet reaped, or exiting).
 pub fn memory_gone(pid: i32) -> bool {
@@ -206,6 +220,15 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]
     fn maps_reject_garbage() {
         assert!(parse_maps("zzz r--p").is_err());
         assert!(parse_maps("2000-1000 r--p 0 0:0 0").is_err());
+    }
+
+    #[test]
+    fn stat_start_time_survives_odd_command_names() {
+        let line =
+            "4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(parse_start_time(line), Some(987654));
+        assert_eq!(parse_start_time("garbage"), None);
+        assert!(start_time(std::process::id() as i32).is_some());
     }
 
     #[test]

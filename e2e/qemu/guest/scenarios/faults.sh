@@ -89,9 +89,17 @@ fault_daemon_kill() {
     check $? "target's checksum unchanged while it runs on ($(cat "$TOUT"))"
     kill -0 "$TPID"
     check $? "target still running after the check"
-    # A SIGKILLed daemon cannot stop the kdamond it started; report it, then clean up.
+    # A SIGKILLed daemon cannot stop the kdamond it started; the next daemon must
+    # recognise it as tierkit's (registry /run/tierkit) and take it back.
     k=/sys/kernel/mm/damon/admin/kdamonds
-    info "kdamonds left behind by the killed daemon: $(cat $k/nr_kdamonds 2>/dev/null || echo n/a)"
+    info "kdamonds left behind by the killed daemon: $(cat $k/nr_kdamonds 2>/dev/null || echo n/a), kdamond 0 $(cat $k/0/state 2>/dev/null), registry: $(cat /run/tierkit/kdamond-0 2>/dev/null)"
+    tierkit attach --policy "$FAULT_POLICY" --pid "$TPID" --fast-node 0 --slow-node 1 \
+        --duration-s 8 >/tmp/reclaim.out 2>/tmp/reclaim.err
+    rc=$?
+    [ $rc -eq 0 ] && grep -q 'stopped (duration)' /tmp/reclaim.err
+    check $? "a new daemon takes back the killed daemon's kdamond and runs (status $rc): $(head -n1 /tmp/reclaim.err)"
+    [ "$(cat $k/nr_kdamonds)" = 1 ] && [ "$(cat $k/0/state)" = off ] && [ ! -e /run/tierkit/kdamond-0 ]
+    check $? "after it, no kdamond was added and its own is off and given back (nr_kdamonds $(cat $k/nr_kdamonds), state $(cat $k/0/state))"
     damon_reset
     stop_target
     check $TARGET_SUM_OK "target exits normally with its checksum unchanged"
@@ -120,7 +128,7 @@ fault_unprivileged() {
     rc=$?
     [ $rc -eq 3 ]
     check $? "unprivileged attach to a root process exits with status 3 (got $rc)"
-    one_line_error /tmp/unpriv.err && grep -q 'CAP_SYS_' /tmp/unpriv.err
+    one_line_error /tmp/unpriv.err && grep -q 'CAP_' /tmp/unpriv.err
     check $? "one-line error naming the capability: $(head -n1 /tmp/unpriv.err)"
     [ "$(grep -c . /tmp/unpriv.err)" -gt 1 ] && show /tmp/unpriv.err "stderr|"
     stop_target
@@ -192,4 +200,33 @@ fault_run_status() {
     grep -q 'passed signal 15 on to' /tmp/run-term.err
     check $? "tierkit says it passed the signal on: $(grep -m1 'signal' /tmp/run-term.err)"
     [ "$WAIT_RC" -eq 124 ] && { kill -9 $_rp 2>/dev/null; show /tmp/run-term.err "stderr|"; }
+}
+
+# fault-damon-busy: another tool's kdamond (here one monitoring the same target) is on.
+# The kernel adds no kdamond while one runs, so a DAMON policy cannot start: one line,
+# status 2, and the other tool's kdamond is left exactly as it was.
+fault_damon_busy() {
+    start_target 16 4 0 || return 0
+    k=/sys/kernel/mm/damon/admin/kdamonds
+    damon_reset
+    echo 1 >$k/nr_kdamonds && echo 1 >$k/0/contexts/nr_contexts &&
+        echo vaddr >$k/0/contexts/0/operations &&
+        echo 1 >$k/0/contexts/0/targets/nr_targets &&
+        echo "$TPID" >$k/0/contexts/0/targets/0/pid_target && echo on >$k/0/state
+    if [ "$(cat $k/0/state)" != on ]; then
+        fail "could not start the other tool's kdamond (vaddr on pid $TPID)"
+        damon_reset
+        stop_target
+        return 0
+    fi
+    tierkit attach --policy damon-tiering --pid "$TPID" --fast-node 0 --slow-node 1 \
+        --duration-s 5 >/tmp/busy.out 2>/tmp/busy.err
+    rc=$?
+    [ $rc -eq 2 ] && one_line_error /tmp/busy.err && grep -q 'another tool' /tmp/busy.err
+    check $? "attach while another tool's kdamond runs: status 2 (got $rc), one line: $(head -n1 /tmp/busy.err)"
+    [ "$(cat $k/0/state)" = on ] && [ "$(cat $k/nr_kdamonds)" = 1 ] &&
+        [ "$(cat $k/0/contexts/0/targets/0/pid_target)" = "$TPID" ]
+    check $? "the other tool's kdamond is untouched (state $(cat $k/0/state), nr_kdamonds $(cat $k/nr_kdamonds))"
+    damon_reset
+    stop_target
 }

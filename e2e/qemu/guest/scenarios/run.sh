@@ -21,6 +21,7 @@ fault-bad-pid) fault_bad_pid ;;
 fault-unprivileged) fault_unprivileged ;;
 fault-single-node) fault_single_node ;;
 fault-run-status) fault_run_status ;;
+fault-damon-busy) fault_damon_busy ;;
 *) fail "unknown scenario '$1'" ;;
 esac
 exit 0
