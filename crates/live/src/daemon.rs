@@ -1138,6 +1138,7 @@ fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
         damon_regions: mech.access.latest().map_or(0, |s| s.regions.len() as u64),
         move_calls: c.move_calls,
         move_call_failures: c.move_call_failures,
+        queried_pages: c.queried_pages,
         dry_run_pages: c.dry_run_pages,
         daemon_cpu_ns: stats::process_cpu_ns().saturating_sub(cpu0),
     }

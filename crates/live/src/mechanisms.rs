@@ -16,6 +16,7 @@
 use crate::access::{fault_time, AccessView, Rng, Snapshot};
 use crate::mover::{Move, Mover, MoverLimits};
 use crate::sys::move_pages::{self, CallError, PageStatus};
+use crate::sys::procfs;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -77,6 +78,9 @@ pub struct Counters {
     pub move_call_failures: u64,
     /// Wall time inside those calls, ns.
     pub move_ns: u64,
+    /// Pages whose node a placement refresh asked move_pages(2) for (only pages
+    /// pagemap shows resident or swapped are asked).
+    pub queried_pages: u64,
     /// Pages handed to those calls.
     pub move_pages_requested: u64,
     /// Wall time of placement queries, ns.
@@ -318,7 +322,8 @@ impl LiveMechanisms {
     }
 
     /// Re-read placement for the private anonymous byte ranges `ranges` (sorted):
-    /// one move_pages query over every page, pending moves kept as the policy's view.
+    /// one move_pages query over every mapped page, pending moves kept as the policy's
+    /// view.
     pub fn refresh_placement(&mut self, byte_ranges: &[(u64, u64)]) -> Result<Refresh, CallError> {
         let new: Vec<(Vpn, Vpn)> = byte_ranges
             .iter()
@@ -337,20 +342,44 @@ impl LiveMechanisms {
                 .collect(),
             allocs: Vec::new(),
         };
-        let addrs: Vec<u64> = new
-            .iter()
-            .flat_map(|&(s, e)| (s..e).map(|v| v << PAGE_SHIFT))
-            .collect();
+        // Only pages pagemap shows mapped are asked for their node: a reserved but
+        // untouched mapping (a heap arena, a large MAP_NORESERVE region) costs a page
+        // table walk, not a per-page query. Where pagemap cannot be read, every page is.
         let t = Instant::now();
-        let st = move_pages::query(self.pid, &addrs);
+        let mut mapped = Vec::new();
+        let mut addrs = Vec::new();
+        for &(s, e) in &new {
+            let m = procfs::mapped_pages(self.pid, s, e)
+                .unwrap_or_else(|_| vec![true; (e - s) as usize]);
+            addrs.extend(
+                (s..e)
+                    .zip(&m)
+                    .filter(|(_, &on)| on)
+                    .map(|(v, _)| v << PAGE_SHIFT),
+            );
+            mapped.extend(m);
+        }
+        self.counters.queried_pages += addrs.len() as u64;
+        let queried = move_pages::query(self.pid, &addrs);
         self.counters.query_ns += t.elapsed().as_nanos() as u64;
-        let st = match st {
+        let queried = match queried {
             Err(CallError::NoProcess) => {
                 self.gone = true;
                 return Err(CallError::NoProcess);
             }
             other => other?,
         };
+        let mut queried = queried.into_iter();
+        let st: Vec<PageStatus> = mapped
+            .iter()
+            .map(|&on| {
+                if on {
+                    queried.next().unwrap_or(PageStatus::Unknown)
+                } else {
+                    PageStatus::NotPresent
+                }
+            })
+            .collect();
         let mut caches = Vec::with_capacity(new.len());
         let mut k = 0;
         for &(s, e) in &new {
@@ -926,6 +955,20 @@ mod tests {
         let mut n = 0;
         assert_eq!(m.walk_pages(Pid(0), b.vpn(), 1000, &mut |_, _| n += 1), 32);
         assert_eq!(n, 17);
+    }
+
+    #[test]
+    fn a_refresh_asks_only_for_mapped_pages_of_a_large_reservation() {
+        // 1 GiB reserved (262144 pages), 16 touched. Before: every page was queried,
+        // so the refresh cost grew with reserved address space.
+        let b = Buf::new(1 << 18, &(0..16).map(|i| i * 1000).collect::<Vec<_>>());
+        let mut m = own(None, true);
+        let r = m.refresh_placement(&[b.range()]).unwrap();
+        // With THP `always` a touch may map a whole 2 MiB page: at most 512 each.
+        let mapped = m.tier_pages()[0];
+        assert!((16..=16 * 512).contains(&mapped), "{mapped}");
+        assert_eq!(r.allocs.len() as u64, mapped);
+        assert_eq!(m.counters.queried_pages, mapped);
     }
 
     #[test]

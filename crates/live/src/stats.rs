@@ -61,6 +61,8 @@ pub struct IntervalStats {
     pub damon_regions: u64,
     /// move_pages(2) calls that moved pages.
     pub move_calls: u64,
+    /// Pages placement refreshes asked move_pages(2) for (mapped pages only).
+    pub queried_pages: u64,
     /// move_pages(2) calls that failed as a whole for a passing reason (the daemon
     /// backed off and went on).
     pub move_call_failures: u64,

@@ -134,6 +134,31 @@ pub fn read_status(pid: i32) -> Option<Status> {
         .map(|t| parse_status(&t))
 }
 
+/// For each page of `[start_vpn, end_vpn)` in `pid`, whether it is resident or swapped
+/// (bits 63 and 62 of its `/proc/PID/pagemap` entry). Reading pagemap walks the page
+/// tables and costs little for holes, unlike a per-page move_pages(2) query; it needs
+/// the same ptrace-read access.
+pub fn mapped_pages(pid: i32, start_vpn: u64, end_vpn: u64) -> std::io::Result<Vec<bool>> {
+    use std::io::{Read, Seek, SeekFrom};
+    const CHUNK: u64 = 64 * 1024;
+    let mut f = std::fs::File::open(format!("/proc/{pid}/pagemap"))?;
+    let mut out = Vec::with_capacity(end_vpn.saturating_sub(start_vpn) as usize);
+    let mut buf = vec![0u8; (CHUNK * 8) as usize];
+    let mut vpn = start_vpn;
+    while vpn < end_vpn {
+        let n = (end_vpn - vpn).min(CHUNK);
+        let b = &mut buf[..(n * 8) as usize];
+        f.seek(SeekFrom::Start(vpn * 8))?;
+        f.read_exact(b)?;
+        out.extend(b.chunks_exact(8).map(|e| {
+            let e = u64::from_le_bytes(e.try_into().expect("8 bytes"));
+            e & (0b11 << 62) != 0
+        }));
+        vpn += n;
+    }
+    Ok(out)
+}
+
 /// The start time of `pid` (clock ticks after boot, field 22 of `/proc/PID/stat`):
 /// with the pid, it names one process even after the pid is reused.
 pub fn start_time(pid: i32) -> Option<u64> {
