@@ -110,8 +110,80 @@ pub fn section(which: Section) -> String {
     s
 }
 
+/// One section as data, for programs (the Python package): each entry's `name`,
+/// `description` and `defaults` (its parameters and default values, as the TOML
+/// config would hold them). Machines also carry the machine and sim defaults once,
+/// in the first entry's `machine_defaults` and `sim_defaults`.
+pub fn catalog(which: Section) -> serde_json::Value {
+    use serde_json::{json, to_value, Value};
+    let without_name = |v: Value| match v {
+        Value::Object(mut m) => {
+            m.remove("name");
+            Value::Object(m)
+        }
+        v => v,
+    };
+    let entries: Vec<Value> = match which {
+        Section::Policies => PolicyConfig::describe()
+            .iter()
+            .map(|&(name, what)| {
+                let d = PolicyConfig::default_for(name).expect("registered");
+                json!({"name": name, "description": what,
+                       "defaults": without_name(to_value(d).unwrap_or_default())})
+            })
+            .collect(),
+        Section::Workloads => WorkloadConfig::describe()
+            .into_iter()
+            .map(|(name, what)| {
+                let d = WorkloadConfig::default_for(name).expect("registered");
+                json!({"name": name, "description": what,
+                       "defaults": without_name(to_value(d).unwrap_or_default())})
+            })
+            .collect(),
+        Section::Machines => presets()
+            .map(|(name, what)| {
+                json!({"name": name, "description": what,
+                       "machine_defaults": to_value(MachineConfig::default()).unwrap_or_default(),
+                       "sim_defaults": to_value(tierkit_sim::SimConfig::default()).unwrap_or_default()})
+            })
+            .collect(),
+        Section::Suites => suites()
+            .map(|s| json!({"name": s.name, "description": s.description, "toml": s.toml}))
+            .collect(),
+    };
+    Value::Array(entries)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_catalog_holds_every_name_with_its_defaults() {
+        use super::Section::*;
+        let p = super::catalog(Policies);
+        let names: Vec<&str> = p
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, tierkit_policies::PolicyConfig::names());
+        let memtis = p
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "memtis")
+            .unwrap();
+        assert!(memtis["defaults"]
+            .as_object()
+            .is_some_and(|m| !m.is_empty() && !m.contains_key("name")));
+        let w = super::catalog(Workloads);
+        assert_eq!(
+            w.as_array().unwrap().len(),
+            tierkit_workloads::WorkloadConfig::names().len()
+        );
+        assert!(super::catalog(Machines)[0]["machine_defaults"]["llc_ways"].is_number());
+    }
+
     #[test]
     fn listing_names_everything_registered() {
         use super::Section::*;

@@ -1,0 +1,31 @@
+"""Type stubs of the native module (see python/src/lib.rs)."""
+
+from typing import List, Optional, Tuple
+
+__version__: str
+
+def sim(
+    policy: Optional[str] = None,
+    workload: Optional[str] = None,
+    machine: Optional[str] = None,
+    ratio: Optional[str] = None,
+    seed: Optional[int] = None,
+    sets: List[str] = ...,
+    config: Optional[str] = None,
+    out: Optional[str] = None,
+    force: bool = False,
+) -> Tuple[str, str, str, str, str]: ...
+def compare(
+    out: str,
+    suite: Optional[str] = None,
+    config: Optional[str] = None,
+    policies: Optional[List[str]] = None,
+    workloads: Optional[List[str]] = None,
+    ratios: Optional[List[str]] = None,
+    machines: Optional[List[str]] = None,
+    seed: Optional[int] = None,
+    sets: List[str] = ...,
+    jobs: Optional[int] = None,
+    force: bool = False,
+) -> Tuple[str, str, str]: ...
+def catalog(section: str) -> str: ...
