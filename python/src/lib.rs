@@ -79,16 +79,14 @@ fn sim(
     ))
 }
 
-/// A comparison matrix (a suite, a TOML matrix file, or flags), written to `out` as
-/// `tierkit compare` writes it. Returns (results.csv path, report path, leaderboard).
-#[pyfunction]
-#[pyo3(signature = (out, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new(), jobs=None, force=false))]
+/// The matrix pieces every matrix function takes, as `tierkit compare` flags give
+/// them. A TOML matrix comes as its name and text (`config`), so a worker on another
+/// machine needs no file.
 #[allow(clippy::too_many_arguments)]
-fn compare(
-    py: Python<'_>,
+fn matrix_args(
     out: PathBuf,
     suite: Option<String>,
-    config: Option<PathBuf>,
+    config: Option<(String, String)>,
     policies: Option<Vec<String>>,
     workloads: Option<Vec<String>>,
     ratios: Option<Vec<String>>,
@@ -97,17 +95,9 @@ fn compare(
     sets: Vec<String>,
     jobs: Option<usize>,
     force: bool,
-) -> PyResult<(String, String, String)> {
-    let config = match &config {
-        Some(p) => Some((
-            p.display().to_string(),
-            std::fs::read_to_string(p).map_err(|e| {
-                PyValueError::new_err(format!("cannot read compare config {}: {e}", p.display()))
-            })?,
-        )),
-        None => None,
-    };
-    let args = CompareArgs {
+    only_finished: bool,
+) -> CompareArgs {
+    CompareArgs {
         suite,
         config,
         policies,
@@ -117,14 +107,51 @@ fn compare(
         seed,
         sets,
         jobs: jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        out: out.clone(),
+        out,
         force,
         progress: false,
-    };
+        only_finished,
+    }
+}
+
+/// A comparison matrix (a suite, a TOML matrix, or flags), written to `out` as
+/// `tierkit compare` writes it. Returns (results.csv path, report path, leaderboard).
+/// With `only_finished`, nothing is executed: results are derived from the runs
+/// another executor left in `out/runs/`, and any other run is reported failed.
+#[pyfunction]
+#[pyo3(signature = (out, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new(), jobs=None, force=false, only_finished=false))]
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    py: Python<'_>,
+    out: PathBuf,
+    suite: Option<String>,
+    config: Option<(String, String)>,
+    policies: Option<Vec<String>>,
+    workloads: Option<Vec<String>>,
+    ratios: Option<Vec<String>>,
+    machines: Option<Vec<String>>,
+    seed: Option<u64>,
+    sets: Vec<String>,
+    jobs: Option<usize>,
+    force: bool,
+    only_finished: bool,
+) -> PyResult<(String, String, String)> {
+    let args = matrix_args(
+        out.clone(),
+        suite,
+        config,
+        policies,
+        workloads,
+        ratios,
+        machines,
+        seed,
+        sets,
+        jobs,
+        force,
+        only_finished,
+    );
     // Everything a user can get wrong is checked before any run, as a ValueError.
-    let (spec, lenient, _) = matrix::resolve_spec(&args).map_err(value_error)?;
-    let mut notices = Vec::new();
-    matrix::plan(&spec, lenient, &mut notices).map_err(value_error)?;
+    matrix::planned_runs(&args).map_err(value_error)?;
     matrix::prepare_out_dir(&args.out, args.force).map_err(value_error)?;
     let (_, board, report) = py
         .allow_threads(|| matrix::run_matrix(&args))
@@ -134,6 +161,92 @@ fn compare(
         report.display().to_string(),
         board,
     ))
+}
+
+/// The runs of a matrix as JSON: `[{"id": ..., "finished": bool}]`, finished meaning
+/// a complete run of the same configuration is already in `out/runs/<id>/`.
+#[pyfunction]
+#[pyo3(signature = (out, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
+fn plan_matrix(
+    out: PathBuf,
+    suite: Option<String>,
+    config: Option<(String, String)>,
+    policies: Option<Vec<String>>,
+    workloads: Option<Vec<String>>,
+    ratios: Option<Vec<String>>,
+    machines: Option<Vec<String>>,
+    seed: Option<u64>,
+    sets: Vec<String>,
+) -> PyResult<String> {
+    let args = matrix_args(
+        out, suite, config, policies, workloads, ratios, machines, seed, sets, None, false, false,
+    );
+    let runs = matrix::planned_runs(&args).map_err(value_error)?;
+    let list: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|(r, done)| serde_json::json!({"id": r.id, "finished": done}))
+        .collect();
+    Ok(serde_json::Value::Array(list).to_string())
+}
+
+/// Run one run of a matrix in a scratch directory, as the local runner would, and
+/// return its files as (name, bytes) in the order to write them (`config.toml`, the
+/// mark of a finished run, last). What a Ray task executes on a worker.
+#[pyfunction]
+#[pyo3(signature = (id, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    py: Python<'_>,
+    id: String,
+    suite: Option<String>,
+    config: Option<(String, String)>,
+    policies: Option<Vec<String>>,
+    workloads: Option<Vec<String>>,
+    ratios: Option<Vec<String>>,
+    machines: Option<Vec<String>>,
+    seed: Option<u64>,
+    sets: Vec<String>,
+) -> PyResult<Vec<(String, Vec<u8>)>> {
+    let scratch = std::env::temp_dir().join(format!(
+        "tierkit-run-{}-{}",
+        std::process::id(),
+        id.replace(['/', '\\'], "_")
+    ));
+    let args = matrix_args(
+        scratch.clone(),
+        suite,
+        config,
+        policies,
+        workloads,
+        ratios,
+        machines,
+        seed,
+        sets,
+        Some(1),
+        true,
+        false,
+    );
+    let result = py.allow_threads(|| -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+        let dir = matrix::execute_one(&args, &id, &scratch)?;
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            files.push((name, std::fs::read(entry.path())?));
+        }
+        files.sort_by_key(|(n, _)| (n == "config.toml", n.clone()));
+        Ok(files)
+    });
+    let _ = std::fs::remove_dir_all(&scratch);
+    result.map_err(runtime_error)
+}
+
+/// Check that `out` may receive a comparison's outputs (refused when it holds files
+/// tierkit did not write, unless `force`) and mark it as tierkit's.
+#[pyfunction]
+fn prepare_out_dir(out: PathBuf, force: bool) -> PyResult<()> {
+    matrix::prepare_out_dir(&out, force).map_err(value_error)
 }
 
 /// The registered policies, workloads, machines or suites with their defaults, as
@@ -159,6 +272,9 @@ fn catalog(section: &str) -> PyResult<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sim, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(run_one, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_out_dir, m)?)?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

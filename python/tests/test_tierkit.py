@@ -93,8 +93,8 @@ def test_config_errors_are_value_errors_with_the_clis_message() -> None:
         tierkit.sim(policy="memtis", set={"policy.no_such_key": 1})
     with pytest.raises(ValueError, match="not a finite number"):
         tierkit.sim(set={"sim.seed": float("nan")})
-    with pytest.raises(ValueError, match="executor 'ray' is not available"):
-        tierkit.compare("quick", executor="ray")
+    with pytest.raises(ValueError, match="executor .dask. is not available"):
+        tierkit.compare("quick", executor="dask")
     with pytest.raises(ValueError, match="suite"):
         tierkit.compare("no-such-suite")
 
@@ -152,3 +152,91 @@ def test_the_simulation_runs_without_the_gil() -> None:
     # ticks about once a millisecond.
     assert elapsed > 0.05, "the run is long enough to tell"
     assert ticks > 20, f"{ticks} ticks in {elapsed:.2f} s"
+
+
+# --- the Ray executor, on a real cluster started on loopback ----------------------
+
+RAY_MATRIX = TINY_MATRIX.replace('ratios = ["1:8"]', 'ratios = ["1:8", "1:4"]')
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A head node and one worker node on loopback (`ray start`), stopped after."""
+    ray = pytest.importorskip("ray", reason="the ray package is not installed")
+    import shutil as _sh
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    ray_cli = str(bin_dir / "ray") if (bin_dir / "ray").exists() else _sh.which("ray")
+    if ray_cli is None:
+        pytest.skip("no `ray` command")
+    port = 6000 + os.getpid() % 3000
+    common = ["--num-cpus=1", "--object-store-memory=200000000", "--disable-usage-stats"]
+    subprocess.run([ray_cli, "start", "--head", f"--port={port}",
+                    "--include-dashboard=false", *common], check=True, capture_output=True)
+    try:
+        subprocess.run([ray_cli, "start", f"--address=127.0.0.1:{port}", *common],
+                       check=True, capture_output=True)
+        yield f"127.0.0.1:{port}"
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True)
+
+
+def _ray_compare(matrix: Path, out: Path, address: str, **kw):
+    import ray
+
+    try:
+        return tierkit.compare(matrix, out=out, executor="ray", address=address, **kw)
+    finally:
+        ray.shutdown()
+
+
+def _run_ids(matrix: Path, out: Path) -> list:
+    pieces = {"suite": None, "config": (str(matrix), matrix.read_text())}
+    return [r["id"] for r in json.loads(tierkit._native.plan_matrix(str(out), **pieces))]
+
+
+def test_ray_gives_byte_identical_results_and_resumes(ray_cluster, tmp_path, monkeypatch):
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(RAY_MATRIX)
+    local = tmp_path / "local"
+    df_local = tierkit.compare(matrix, out=local, jobs=2)
+    on_ray = tmp_path / "ray"
+    df_ray = _ray_compare(matrix, on_ray, ray_cluster)
+    for f in ["results.csv", "results.json"]:
+        assert (on_ray / f).read_bytes() == (local / f).read_bytes(), f
+    for rid in _run_ids(matrix, local):
+        for f in sorted(p.name for p in (local / "runs" / rid).iterdir()):
+            assert (on_ray / "runs" / rid / f).read_bytes() == \
+                (local / "runs" / rid / f).read_bytes(), (rid, f)
+    pd.testing.assert_frame_equal(df_ray, df_local)
+    # Resume: every run is finished, so no task is sent; a task for any run would
+    # fail here.
+    monkeypatch.setenv("TIERKIT_RAY_TEST_FAIL", f"{_run_ids(matrix, local)[0]}:99:{tmp_path / 'a'}")
+    df_again = _ray_compare(matrix, on_ray, ray_cluster, retries=0)
+    pd.testing.assert_frame_equal(df_again, df_local)
+    assert not (tmp_path / "a").exists(), "no task ran"
+
+
+def test_ray_retries_a_failed_task_then_reports_it_by_run_id(ray_cluster, tmp_path, monkeypatch):
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(RAY_MATRIX)
+    ids = _run_ids(matrix, tmp_path / "x")
+    flaky, broken = ids[-1], ids[-2]
+    # Fails once: retried, and the comparison completes.
+    monkeypatch.setenv("TIERKIT_RAY_TEST_FAIL", f"{flaky}:1:{tmp_path / 'flaky'}")
+    df = _ray_compare(matrix, tmp_path / "once", ray_cluster, retries=2)
+    assert len(os.listdir(tmp_path / "flaky")) == 2, "one failure, one retry"
+    assert len(df) == len(ids)
+    # Fails every time: reported by id after its retries; the other runs are kept.
+    monkeypatch.setenv("TIERKIT_RAY_TEST_FAIL", f"{broken}:99:{tmp_path / 'broken'}")
+    with pytest.raises(tierkit.CompareFailed) as e:
+        _ray_compare(matrix, tmp_path / "always", ray_cluster, retries=1)
+    assert set(e.value.failed) == {broken}
+    assert broken in str(e.value) and "injected failure" in str(e.value)
+    assert len(os.listdir(tmp_path / "broken")) == 2, "tried, retried once"
+    kept = tmp_path / "always" / "runs"
+    assert sorted(p.name for p in kept.iterdir()) == sorted(i for i in ids if i != broken)
+    assert len(e.value.results) > 0

@@ -31,6 +31,7 @@ import pandas as pd
 from . import _native
 
 __all__ = [
+    "CompareFailed",
     "SimResult",
     "sim",
     "compare",
@@ -142,6 +143,31 @@ def sim(
     return SimResult(json.loads(summary), cfg, ts, ep, hm)
 
 
+class CompareFailed(RuntimeError):
+    """Some runs of a comparison failed. The others' results were written and are
+    in ``results`` (the rows of ``results.csv``); ``failed`` names the failed runs
+    with their errors."""
+
+    def __init__(self, message: str, results: pd.DataFrame, failed: Dict[str, str]):
+        super().__init__(message)
+        self.results = results
+        self.failed = failed
+
+
+def _matrix(matrix: Optional[Union[str, PathLike]]) -> Dict[str, Any]:
+    """A suite name or a TOML matrix file as the native functions take them."""
+    if matrix is None:
+        return {"suite": None, "config": None}
+    m = os.fspath(matrix)
+    if m.endswith(".toml") or os.path.sep in m or os.path.exists(m):
+        try:
+            with open(m, encoding="utf-8") as f:
+                return {"suite": None, "config": (m, f.read())}
+        except OSError as e:
+            raise ValueError(f"cannot read compare config {m}: {e.strerror}") from None
+    return {"suite": m, "config": None}
+
+
 def compare(
     matrix: Optional[Union[str, PathLike]] = None,
     *,
@@ -155,6 +181,8 @@ def compare(
     out: Optional[PathLike] = None,
     force: bool = False,
     executor: str = "local",
+    address: Optional[str] = None,
+    retries: int = 2,
 ) -> pd.DataFrame:
     """Run a comparison matrix, as ``tierkit compare`` does, and return the rows of
     its ``results.csv``.
@@ -162,42 +190,52 @@ def compare(
     ``matrix`` is a suite name (``"quick"``, ``"chrono"``... see :func:`suites`) or
     the path of a TOML matrix file; the keyword arguments narrow or extend it as the
     CLI's flags do. With ``out`` the whole output directory (runs, results.csv, the
-    HTML report) is kept there; without it, it is written to a temporary directory
-    that is removed once the rows are read. The DataFrame's ``attrs`` hold
-    ``leaderboard`` (the text the CLI prints), ``out`` and ``report`` (paths, or
-    None when nothing was kept).
+    HTML report) is kept there, and runs already finished in it are reused; without
+    it, it is written to a temporary directory that is removed once the rows are
+    read. The DataFrame's ``attrs`` hold ``leaderboard`` (the text the CLI prints),
+    ``out`` and ``report`` (paths, or None when nothing was kept).
 
-    ``executor`` chooses where the runs execute; this version has ``"local"`` (this
-    machine's cores, ``jobs`` at a time) only.
+    ``executor``: ``"local"`` runs on this machine's cores, ``jobs`` at a time;
+    ``"ray"`` sends each run to a Ray cluster (``address``, or the one
+    ``ray.init()`` finds) as one task, retried ``retries`` times if it fails, and
+    writes the same files as a local run, byte for byte. If runs still fail,
+    :class:`CompareFailed` is raised after the others' results are written.
     """
-    if executor != "local":
-        raise ValueError(
-            f"executor {executor!r} is not available in this version; valid: 'local'"
-        )
-    suite: Optional[str] = None
-    config: Optional[str] = None
-    if matrix is not None:
-        m = os.fspath(matrix)
-        if m.endswith(".toml") or os.path.sep in m or os.path.exists(m):
-            config = m
-        else:
-            suite = m
+    if executor not in ("local", "ray"):
+        raise ValueError(f"executor {executor!r} is not available; valid: 'local', 'ray'")
+    pieces = dict(
+        **_matrix(matrix),
+        policies=None if policies is None else list(policies),
+        workloads=None if workloads is None else list(workloads),
+        ratios=None if ratios is None else list(ratios),
+        machines=None if machines is None else list(machines),
+        seed=seed,
+        sets=_sets(set),
+    )
     keep = out is not None
     out_dir = os.fspath(out) if keep else tempfile.mkdtemp(prefix="tierkit-compare-")
+    failed: Dict[str, str] = {}
     try:
-        results, report, board = _native.compare(
-            out_dir,
-            suite=suite,
-            config=config,
-            policies=None if policies is None else list(policies),
-            workloads=None if workloads is None else list(workloads),
-            ratios=None if ratios is None else list(ratios),
-            machines=None if machines is None else list(machines),
-            seed=seed,
-            sets=_sets(set),
-            jobs=jobs,
-            force=force or not keep,
-        )
+        if executor == "ray":
+            from . import _ray
+
+            failed = _ray.run_matrix(out_dir, pieces, address=address, retries=retries,
+                                     force=force or not keep)
+        try:
+            results, report, board = _native.compare(
+                out_dir, **pieces, jobs=jobs, force=force or not keep,
+                only_finished=executor != "local",
+            )
+        except RuntimeError as e:
+            results_csv = os.path.join(out_dir, "results.csv")
+            if failed and os.path.exists(results_csv):
+                raise CompareFailed(
+                    f"{len(failed)} run(s) failed on {executor}: "
+                    + "; ".join(f"{k}: {v}" for k, v in sorted(failed.items())),
+                    pd.read_csv(results_csv),
+                    failed,
+                ) from e
+            raise
         df = pd.read_csv(results)
     finally:
         if not keep:

@@ -18,7 +18,7 @@ def sim(
 def compare(
     out: str,
     suite: Optional[str] = None,
-    config: Optional[str] = None,
+    config: Optional[Tuple[str, str]] = None,
     policies: Optional[List[str]] = None,
     workloads: Optional[List[str]] = None,
     ratios: Optional[List[str]] = None,
@@ -27,5 +27,29 @@ def compare(
     sets: List[str] = ...,
     jobs: Optional[int] = None,
     force: bool = False,
+    only_finished: bool = False,
 ) -> Tuple[str, str, str]: ...
 def catalog(section: str) -> str: ...
+def plan_matrix(
+    out: str,
+    suite: Optional[str] = None,
+    config: Optional[Tuple[str, str]] = None,
+    policies: Optional[List[str]] = None,
+    workloads: Optional[List[str]] = None,
+    ratios: Optional[List[str]] = None,
+    machines: Optional[List[str]] = None,
+    seed: Optional[int] = None,
+    sets: List[str] = ...,
+) -> str: ...
+def run_one(
+    id: str,
+    suite: Optional[str] = None,
+    config: Optional[Tuple[str, str]] = None,
+    policies: Optional[List[str]] = None,
+    workloads: Optional[List[str]] = None,
+    ratios: Optional[List[str]] = None,
+    machines: Optional[List[str]] = None,
+    seed: Optional[int] = None,
+    sets: List[str] = ...,
+) -> List[Tuple[str, bytes]]: ...
+def prepare_out_dir(out: str, force: bool) -> None: ...

@@ -237,6 +237,7 @@ fn real_main() -> Result<()> {
                 out,
                 force,
                 progress: std::io::stderr().is_terminal(),
+                only_finished: false,
             };
             if validate_sampling {
                 let (_, table) = compare::validate::validate_sampling(&args, &rates)?;

@@ -109,6 +109,10 @@ pub struct CompareArgs {
     pub force: bool,
     /// Draw a progress bar (on a terminal).
     pub progress: bool,
+    /// Execute nothing: derive the results from the runs already finished in `out`
+    /// (another executor, such as a Ray cluster, ran them) and report every other
+    /// run as failed.
+    pub only_finished: bool,
 }
 
 /// One planned run.
@@ -573,6 +577,34 @@ fn finished(run: &PlannedRun, dir: &Path) -> Option<RunRecord> {
     serde_json::from_slice::<RunRecord>(&bytes).ok()
 }
 
+/// The runs of a matrix, in order, and whether each is already finished in `out`
+/// (for an executor that runs them elsewhere).
+pub fn planned_runs(args: &CompareArgs) -> Result<Vec<(PlannedRun, bool)>> {
+    let (spec, lenient, _) = resolve_spec(args)?;
+    let mut notices = Vec::new();
+    let runs = plan(&spec, lenient, &mut notices)?;
+    Ok(runs
+        .into_iter()
+        .map(|r| {
+            let done = finished(&r, &args.out).is_some();
+            (r, done)
+        })
+        .collect())
+}
+
+/// Run the planned run `id` of the matrix `args` describes into `dir/runs/<id>/`,
+/// exactly as the local runner does, and return that directory. What another
+/// executor calls on a worker: the files it leaves are the ones a local run writes
+/// (`config.toml` last), so results derived from them are byte-identical.
+pub fn execute_one(args: &CompareArgs, id: &str, dir: &Path) -> Result<PathBuf> {
+    let (run, _) = planned_runs(args)?
+        .into_iter()
+        .find(|(r, _)| r.id == id)
+        .ok_or_else(|| anyhow!("no run `{id}` in this matrix"))?;
+    execute(&run, dir, None)?;
+    Ok(dir.join("runs").join(id))
+}
+
 /// The key of the streams a run consumes: runs with equal keys replay one recording.
 fn stream_key(cfg: &RunConfig) -> String {
     format!(
@@ -955,6 +987,17 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
     for (i, run) in runs.iter().enumerate() {
         if slots[i].is_none() {
             groups.entry(stream_key(&run.config)).or_default().push(i);
+        }
+    }
+    if args.only_finished {
+        for members in std::mem::take(&mut groups).values() {
+            for &i in members {
+                failures.push(format!(
+                    "{}: not finished by the executor (no complete run in {})",
+                    runs[i].id,
+                    args.out.join("runs").join(&runs[i].id).display()
+                ));
+            }
         }
     }
     for members in groups.values() {
