@@ -240,3 +240,25 @@ def test_ray_retries_a_failed_task_then_reports_it_by_run_id(ray_cluster, tmp_pa
     kept = tmp_path / "always" / "runs"
     assert sorted(p.name for p in kept.iterdir()) == sorted(i for i in ids if i != broken)
     assert len(e.value.results) > 0
+
+
+def test_the_cli_hands_executor_ray_to_the_package(ray_cluster, tmp_path):
+    import sys
+
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(RAY_MATRIX)
+    local = tmp_path / "local"
+    tierkit.compare(matrix, out=local, jobs=2)
+    out = tmp_path / "cli-ray"
+    env = {**os.environ, "TIERKIT_PYTHON": sys.executable}
+    p = subprocess.run([cli(), "compare", "--config", str(matrix), "--executor", "ray",
+                        "--address", ray_cluster, "--out", str(out)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "report:" in p.stdout
+    assert (out / "results.csv").read_bytes() == (local / "results.csv").read_bytes()
+    # A Python without the package: one clear line, not a traceback.
+    env["TIERKIT_PYTHON"] = "/nonexistent/python3"
+    p = subprocess.run([cli(), "compare", "--config", str(matrix), "--executor", "ray",
+                        "--out", str(tmp_path / "nope")], capture_output=True, text=True, env=env)
+    assert p.returncode != 0 and "TIERKIT_PYTHON" in p.stderr, p.stderr

@@ -47,8 +47,15 @@ __version__: str = _native.__version__
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+class _RawToml(str):
+    """A ``--set`` value already written as TOML (from the command line), passed on
+    unchanged."""
+
+
 def _toml_value(v: Any) -> str:
     """One ``--set`` value as TOML: strings quoted, booleans lower-case."""
+    if isinstance(v, _RawToml):
+        return str(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):

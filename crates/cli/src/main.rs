@@ -1,6 +1,6 @@
 //! The `tierkit` binary: a thin shell over the `tierkit` library crate.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -91,6 +91,14 @@ enum Command {
         /// Sample rates for --validate-sampling, comma separated.
         #[arg(long, value_delimiter = ',', default_value = "1/8,1/64,1/256")]
         rates: Vec<String>,
+        /// Where the runs execute: `local` (this machine's cores) or `ray` (one task
+        /// per run on a Ray cluster, through the Python package; docs/python.md).
+        #[arg(long, default_value = "local", value_parser = ["local", "ray"])]
+        executor: String,
+        /// The Ray cluster's address (HOST:PORT) for --executor ray; default: the one
+        /// `ray.init()` finds.
+        #[arg(long)]
+        address: Option<String>,
     },
     /// List policies, workloads, machines and suites (a section in full with its name).
     List {
@@ -214,7 +222,21 @@ fn real_main() -> Result<()> {
             force,
             validate_sampling,
             rates,
+            executor,
+            address,
         } => {
+            if executor == "ray" {
+                if validate_sampling {
+                    bail!("--validate-sampling runs locally only; drop --executor ray");
+                }
+                let kwargs = serde_json::json!({
+                    "matrix": config.as_ref().map(|p| p.display().to_string()).or(suite),
+                    "policies": policies, "workloads": workloads, "ratios": ratios,
+                    "machines": machine, "seed": seed, "sets": sets, "jobs": jobs,
+                    "out": out, "force": force, "address": address,
+                });
+                std::process::exit(tierkit::compare::ray::delegate(&kwargs)?);
+            }
             let config = match config {
                 Some(p) => Some((
                     p.display().to_string(),

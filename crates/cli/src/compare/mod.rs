@@ -12,6 +12,7 @@
 //! `runs/<id>/` (summary, time series, placement epochs, heat map, config) and
 //! `report.html` (see [`report`]).
 
+pub mod ray;
 pub mod report;
 pub mod suites;
 pub mod validate;
