@@ -267,6 +267,155 @@ fn catalog(section: &str) -> PyResult<String> {
     Ok(list::catalog(which).to_string())
 }
 
+/// Record workload `workload` (with `sets` and `seed`) into the trace file `out`, as
+/// `tierkit trace record` does (refused if `out` exists, unless `force`). Returns
+/// (accesses, records, chunks, file bytes).
+#[pyfunction]
+#[pyo3(signature = (workload, out, sets=Vec::new(), seed=None, force=false))]
+fn trace_record(
+    py: Python<'_>,
+    workload: String,
+    out: PathBuf,
+    sets: Vec<String>,
+    seed: Option<u64>,
+    force: bool,
+) -> PyResult<(u64, u64, u64, u64)> {
+    tierkit::output::check_target(&out, &[], force).map_err(value_error)?;
+    // A bad workload name or setting is the user's, not the run's.
+    run_config::build(&RunArgs {
+        workload: Some(workload.clone()),
+        seed,
+        sets: sets.clone(),
+        ..RunArgs::default()
+    })
+    .map_err(value_error)?;
+    let st = py
+        .allow_threads(|| tierkit::trace_cmd::record(&workload, &sets, seed, &out))
+        .map_err(runtime_error)?;
+    Ok((st.accesses, st.ops, st.chunks, st.file_bytes))
+}
+
+/// Import `input` (`format`: lackey, perf, damo or text) into the trace file `out`,
+/// as `tierkit trace import` does. Returns the import's counts as JSON.
+#[pyfunction]
+#[pyo3(signature = (format, input, out, mlp=None, ns_per_instruction=None, keep_l1_hits=false, force=false))]
+#[allow(clippy::too_many_arguments)]
+fn trace_import(
+    py: Python<'_>,
+    format: String,
+    input: PathBuf,
+    out: PathBuf,
+    mlp: Option<f64>,
+    ns_per_instruction: Option<f64>,
+    keep_l1_hits: bool,
+    force: bool,
+) -> PyResult<String> {
+    use tierkit_workloads::trace::import::{ImportFormat, ImportOptions};
+    tierkit::output::check_target(&out, &[&input], force).map_err(value_error)?;
+    let fmt: ImportFormat = format.parse().map_err(PyValueError::new_err)?;
+    let mut opts = ImportOptions::default();
+    if let Some(m) = mlp {
+        opts.mlp = m;
+    }
+    if let Some(n) = ns_per_instruction {
+        opts.ns_per_instruction = n;
+    }
+    opts.l1_filter = !keep_l1_hits;
+    opts.description = format!("imported from {} file {}", fmt.name(), input.display());
+    let st = py
+        .allow_threads(|| tierkit::trace_cmd::import_file(fmt, &input, &out, &opts))
+        .map_err(value_error)?;
+    Ok(serde_json::json!({
+        "lines": st.lines,
+        "accesses": st.trace.accesses,
+        "records": st.trace.ops,
+        "file_bytes": st.trace.file_bytes,
+        "processes": st.processes,
+        "threads": st.threads,
+        "skipped": st.skipped,
+    })
+    .to_string())
+}
+
+/// Reads a trace thread by thread, in chunks of accesses: each `next()` gives
+/// (process, thread, addresses as little-endian u64 bytes, writes as u8 bytes, gaps
+/// in ns as little-endian u32 bytes), which NumPy views without copying per access.
+/// Mappings and unmappings are not accesses and are left out.
+#[pyclass(unsendable)]
+struct TraceReader {
+    workload: Box<dyn tierkit_core::Workload>,
+    threads: Vec<(usize, usize)>,
+    next_thread: usize,
+    chunk: usize,
+    buf: Vec<tierkit_core::Op>,
+    pos: usize,
+}
+
+#[pymethods]
+impl TraceReader {
+    #[new]
+    #[pyo3(signature = (path, chunk=1 << 20))]
+    fn new(path: PathBuf, chunk: usize) -> PyResult<Self> {
+        let w = tierkit_workloads::trace::TraceWorkload::open(&path, 1.0)
+            .map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
+        let shape = tierkit_core::Workload::shape(&w);
+        let threads = shape
+            .processes
+            .iter()
+            .enumerate()
+            .flat_map(|(p, s)| (0..s.nr_threads as usize).map(move |t| (p, t)))
+            .collect();
+        Ok(TraceReader {
+            workload: Box::new(w),
+            threads,
+            next_thread: 0,
+            chunk: chunk.max(1),
+            buf: Vec::new(),
+            pos: 0,
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn __next__(&mut self) -> Option<(usize, usize, Vec<u8>, Vec<u8>, Vec<u8>)> {
+        loop {
+            let &(p, t) = self.threads.get(self.next_thread)?;
+            let (mut addrs, mut writes, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+            while writes.len() < self.chunk {
+                if self.pos == self.buf.len() {
+                    self.buf.clear();
+                    self.pos = 0;
+                    self.workload.fill(p, t, &mut self.buf);
+                    if self.buf.is_empty() {
+                        break;
+                    }
+                }
+                if let tierkit_core::Op::Access {
+                    addr,
+                    write,
+                    gap_ns,
+                } = self.buf[self.pos]
+                {
+                    addrs.extend_from_slice(&addr.to_le_bytes());
+                    writes.push(write as u8);
+                    gaps.extend_from_slice(&gap_ns.to_le_bytes());
+                }
+                self.pos += 1;
+            }
+            if writes.len() < self.chunk {
+                // This thread is done; the next call starts the next one.
+                self.next_thread += 1;
+            }
+            if !writes.is_empty() {
+                return Some((p, t, addrs, writes, gaps));
+            }
+        }
+    }
+}
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -275,6 +424,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_matrix, m)?)?;
     m.add_function(wrap_pyfunction!(run_one, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_out_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_record, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_import, m)?)?;
+    m.add_class::<TraceReader>()?;
     m.add_function(wrap_pyfunction!(catalog, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

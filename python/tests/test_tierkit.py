@@ -262,3 +262,38 @@ def test_the_cli_hands_executor_ray_to_the_package(ray_cluster, tmp_path):
     p = subprocess.run([cli(), "compare", "--config", str(matrix), "--executor", "ray",
                         "--out", str(tmp_path / "nope")], capture_output=True, text=True, env=env)
     assert p.returncode != 0 and "TIERKIT_PYTHON" in p.stderr, p.stderr
+
+
+def test_traces_record_read_import_and_replay(tmp_path: Path) -> None:
+    import numpy as np
+
+    t = tmp_path / "gups.tktrace"
+    st = tierkit.trace.record("gups", t, set={"workload.footprint_mib": 16,
+                                              "workload.nr_updates": 50_000,
+                                              "workload.nr_threads": 2}, seed=4)
+    assert st["accesses"] > 0 and t.stat().st_size == st["file_bytes"]
+    with pytest.raises(ValueError, match="exists"):
+        tierkit.trace.record("gups", t)
+    chunks = list(tierkit.trace.read(t, chunk=7_000))
+    assert all(len(c) <= 7_000 for c in chunks)
+    a = tierkit.trace.read_all(t)
+    assert a.dtype == tierkit.trace.ACCESS_DTYPE
+    assert len(a) == st["accesses"] == sum(len(c) for c in chunks)
+    assert set(np.unique(a["thread"])) == {0, 1}
+    assert a["write"].any() and (~a["write"]).any()
+    # The recorded trace replays as many accesses as the workload it came from.
+    direct = tierkit.sim(policy="first-touch", workload="gups", seed=4,
+                         set={"workload.footprint_mib": 16, "workload.nr_updates": 50_000,
+                              "workload.nr_threads": 2})
+    replay = tierkit.sim(policy="first-touch", workload=f"trace:{t}", seed=4)
+    assert replay.summary["accesses"] == direct.summary["accesses"]
+    # Import: a text trace of three accesses.
+    txt = tmp_path / "t.txt"
+    txt.write_text("R 0x10000000\nW 0x10000040 5\nR 0x10001000\n")
+    imp = tierkit.trace.import_("text", txt, tmp_path / "t.tktrace")
+    assert imp["accesses"] == 3
+    b = tierkit.trace.read_all(tmp_path / "t.tktrace")
+    assert list(b["addr"]) == [0x10000000, 0x10000040, 0x10001000]
+    assert list(b["write"]) == [False, True, False]
+    with pytest.raises(ValueError, match="lackey"):
+        tierkit.trace.import_("nope", txt, tmp_path / "u.tktrace")

@@ -31,6 +31,7 @@ import pandas as pd
 from . import _native
 
 __all__ = [
+    "trace",
     "CompareFailed",
     "SimResult",
     "sim",
@@ -278,3 +279,6 @@ def suites() -> List[Dict[str, Any]]:
     """The built-in comparison suites: ``name``, ``description`` and ``toml`` (the
     matrix)."""
     return _catalog("suites")
+
+
+from . import trace  # noqa: E402  (its helpers come from this module)
