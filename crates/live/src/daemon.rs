@@ -10,7 +10,7 @@ use crate::mover::MoverLimits;
 use crate::stats::{self, IntervalStats, Summary};
 use crate::sys::damon::{self, Kdamond};
 use crate::sys::move_pages::CallError;
-use crate::sys::{caps, numa, perf, procfs};
+use crate::sys::{caps, numa, perf, procfs, sampler};
 use crate::LiveError;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -103,6 +103,7 @@ pub struct Plan {
     nodes: [u32; 2],
     facility: String,
     needs_damon: bool,
+    needs_sampling: bool,
     damon_ops: String,
 }
 
@@ -193,6 +194,7 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
         nodes: [fast, slow],
         facility,
         needs_damon,
+        needs_sampling: needs.contains(&Need::Sampling),
         damon_ops,
     })
 }
@@ -537,6 +539,37 @@ impl Running {
     }
 }
 
+/// Where the kernel lists its PMUs and their events.
+const PMU_DEVICES: &str = "/sys/bus/event_source/devices";
+/// Sample period of an event whose policy set none, accesses (a prime, so samples do
+/// not beat with loop strides).
+const DEFAULT_SAMPLE_PERIOD: u64 = 10_007;
+
+/// Open the PEBS/IBS sampler on the target with the periods the policy set.
+fn open_sampler(
+    pid: i32,
+    live: &LiveConfig,
+    mech: &mut LiveMechanisms,
+) -> Result<sampler::Sampler, LiveError> {
+    let events = sampler::discover(std::path::Path::new(PMU_DEVICES), live.sample_ldlat)
+        .map_err(|e| LiveError::usage(format!("memory-access sampling: {e}")))?;
+    let periods = mech.take_sample_periods().unwrap_or([0; 2]).map(|p| {
+        if p == 0 {
+            DEFAULT_SAMPLE_PERIOD
+        } else {
+            p
+        }
+    });
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let names = names.join(", ");
+    sampler::Sampler::open(pid, events, periods).map_err(|e| match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => LiveError::privilege(format!(
+            "perf_event_open(2) of {names} on pid {pid} was refused: sampling needs CAP_PERFMON (or CAP_SYS_ADMIN), or perf_event_paranoid <= 1 for a process of your own"
+        )),
+        _ => LiveError::runtime(format!("cannot open {names} on pid {pid}: {e}")),
+    })
+}
+
 /// What the daemon does about a move_pages(2) call that failed as a whole.
 #[derive(Debug)]
 enum MoveFailure {
@@ -691,6 +724,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     let mut started = !plan.needs_damon;
     let mut first_snap: Option<Nanos> = None;
     let mut backoff = MoveBackoff::default();
+    let mut pebs: Option<sampler::Sampler> = None;
     if started {
         policy.init(&mut mech);
     }
@@ -712,6 +746,44 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         }
         if let Some(o) = &observer {
             inbox.extend(o.rx.try_iter());
+        }
+        if plan.needs_sampling && started && pebs.is_none() {
+            match open_sampler(running.pid, live, &mut mech) {
+                Ok(s) => pebs = Some(s),
+                Err(_) if running.exited() || !procfs::alive(running.pid) => {
+                    end_reason = "target-exited";
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    end_reason = "error";
+                    break;
+                }
+            }
+        }
+        // PEBS/IBS samples since the last pass, each a `Sample` event; the periods
+        // the policy set (MEMTIS adjusts them to its CPU budget) go to the events.
+        if let Some(s) = &mut pebs {
+            if let Some([loads, stores]) = mech.take_sample_periods() {
+                if loads > 0 {
+                    s.set_period(SampleKind::LlcLoadMiss, loads);
+                }
+                if stores > 0 {
+                    s.set_period(SampleKind::Store, stores);
+                }
+            }
+            let samples = s.poll();
+            mech.counters.samples_lost = s.lost;
+            if !samples.is_empty() {
+                floor = floor.max(mech.elapsed());
+                mech.set_time(Some(floor));
+                for raw in &samples {
+                    if let Some(ev) = mech.sample_event(raw) {
+                        policy.on_event(&Event::Sample(ev), &mut mech);
+                    }
+                }
+                mech.set_time(None);
+            }
         }
         if !started {
             // Snapshots before the start only feed the access view (nothing is armed).
@@ -871,6 +943,10 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                     end_reason = "error";
                     break;
                 }
+            }
+            if let Some(s) = &mut pebs {
+                // Threads started since the last refresh get their events too.
+                let _ = s.rescan();
             }
             next_refresh = (next_refresh + interval_ns).max(now + interval_ns / 2);
             last_line = line(&mech, observer.is_some(), cpu0);
@@ -1139,6 +1215,9 @@ fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
         move_calls: c.move_calls,
         move_call_failures: c.move_call_failures,
         queried_pages: c.queried_pages,
+        samples: c.samples,
+        samples_dropped: c.samples_dropped,
+        samples_lost: c.samples_lost,
         dry_run_pages: c.dry_run_pages,
         daemon_cpu_ns: stats::process_cpu_ns().saturating_sub(cpu0),
     }

@@ -43,6 +43,13 @@ impl VmaCache {
 /// Counters of the live mechanisms (cumulative since attach).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Counters {
+    /// PEBS/IBS samples delivered to the policy as `Sample` events.
+    pub samples: u64,
+    /// Samples dropped: their page is not a tracked, resident page of the target
+    /// (stack, file mapping, freed since).
+    pub samples_dropped: u64,
+    /// Samples the kernel could not write (a ring buffer was full).
+    pub samples_lost: u64,
     /// Pages moved to the fast node (move_pages status confirmed).
     pub promoted_pages: u64,
     /// Pages moved to the slow node (confirmed), budget demotions included.
@@ -186,6 +193,10 @@ pub struct LiveMechanisms {
     pub counters: Counters,
     dry_run: bool,
     gone: bool,
+    /// The sample periods the policy asked for (loads, stores), and whether they
+    /// changed since the daemon last applied them to its sampler.
+    sample_periods: [u64; 2],
+    periods_changed: bool,
 }
 
 impl LiveMechanisms {
@@ -216,7 +227,34 @@ impl LiveMechanisms {
             counters: Counters::default(),
             dry_run,
             gone: false,
+            sample_periods: [0; 2],
+            periods_changed: false,
         }
+    }
+
+    /// The `Sample` event of a PEBS/IBS sample, or None (counted) when its page is
+    /// not a tracked, resident page of the target.
+    pub fn sample_event(&mut self, s: &crate::sys::sampler::RawSample) -> Option<Sample> {
+        let vpn = s.addr >> PAGE_SHIFT;
+        let tier = self.tier_of(vpn);
+        if tier > 1 {
+            self.counters.samples_dropped += 1;
+            return None;
+        }
+        self.counters.samples += 1;
+        Some(Sample {
+            pid: Pid(0),
+            vpn,
+            tier: TierId(tier),
+            huge: false,
+            kind: s.kind,
+        })
+    }
+
+    /// The sample periods (loads, stores) the policy set, if they changed since the
+    /// last call.
+    pub fn take_sample_periods(&mut self) -> Option<[u64; 2]> {
+        std::mem::take(&mut self.periods_changed).then_some(self.sample_periods)
     }
 
     /// Real time since attach, ns.
@@ -736,8 +774,10 @@ impl Mechanisms for LiveMechanisms {
         Some(p >= 1.0 || (p > 0.0 && self.rng.unit() < p))
     }
 
-    fn set_sample_period(&mut self, _kind: SampleKind, _period: u64) {
-        // No sampling live: policies needing it are refused before they start.
+    fn set_sample_period(&mut self, kind: SampleKind, period: u64) {
+        // The daemon applies it to its PEBS/IBS sampler (PERF_EVENT_IOC_PERIOD).
+        self.sample_periods[usize::from(kind == SampleKind::Store)] = period;
+        self.periods_changed = true;
     }
 
     fn schedule(&mut self, at: Nanos, id: TimerId, _runner: Runner) {
@@ -955,6 +995,46 @@ mod tests {
         let mut n = 0;
         assert_eq!(m.walk_pages(Pid(0), b.vpn(), 1000, &mut |_, _| n += 1), 32);
         assert_eq!(n, 17);
+    }
+
+    #[test]
+    fn pebs_samples_become_sample_events_of_tracked_pages_and_periods_reach_the_sampler() {
+        use crate::sys::sampler::RawSample;
+        let b = Buf::new(16, &[0, 1, 2]);
+        let mut m = own(None, true);
+        m.refresh_placement(&[b.range()]).unwrap();
+        let raw = |addr: u64, kind| RawSample {
+            pid: 1,
+            tid: 1,
+            addr,
+            kind,
+        };
+        let (s, _) = b.range();
+        let ev = m
+            .sample_event(&raw(s + 4096 + 64, SampleKind::Store))
+            .unwrap();
+        assert_eq!(
+            (ev.vpn, ev.tier, ev.kind),
+            (b.vpn() + 1, TierId(0), SampleKind::Store)
+        );
+        // Not resident, and outside every tracked mapping: dropped, counted.
+        assert!(m
+            .sample_event(&raw(s + 9 * 4096, SampleKind::LlcLoadMiss))
+            .is_none());
+        assert!(m
+            .sample_event(&raw(0x10, SampleKind::LlcLoadMiss))
+            .is_none());
+        assert_eq!((m.counters.samples, m.counters.samples_dropped), (1, 2));
+        // MEMTIS sets its sampling periods at init; the daemon hands them on once.
+        let mut memtis = tierkit_policies::PolicyConfig::default_for("memtis")
+            .unwrap()
+            .try_build(&BuildContext::default())
+            .unwrap();
+        memtis.init(&mut m);
+        let p = m.take_sample_periods().expect("memtis sets its periods");
+        assert!(p[0] > 0 && p[1] > 0, "{p:?}");
+        assert_eq!(m.take_sample_periods(), None);
+        memtis.on_event(&Event::Sample(ev), &mut m);
     }
 
     #[test]

@@ -61,6 +61,13 @@ pub struct IntervalStats {
     pub damon_regions: u64,
     /// move_pages(2) calls that moved pages.
     pub move_calls: u64,
+    /// PEBS/IBS samples delivered as `Sample` events, dropped (not a tracked resident
+    /// page of the target), and lost by the kernel (a full ring buffer).
+    pub samples: u64,
+    /// See `samples`.
+    pub samples_dropped: u64,
+    /// See `samples`.
+    pub samples_lost: u64,
     /// Pages placement refreshes asked move_pages(2) for (mapped pages only).
     pub queried_pages: u64,
     /// move_pages(2) calls that failed as a whole for a passing reason (the daemon

@@ -6,26 +6,26 @@ use serde::Serialize;
 /// `struct perf_event_attr` up to `PERF_ATTR_SIZE_VER5` (112 bytes).
 #[repr(C)]
 #[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved: u16,
+pub(crate) struct PerfEventAttr {
+    pub(crate) type_: u32,
+    pub(crate) size: u32,
+    pub(crate) config: u64,
+    pub(crate) sample_period: u64,
+    pub(crate) sample_type: u64,
+    pub(crate) read_format: u64,
+    pub(crate) flags: u64,
+    pub(crate) wakeup_events: u32,
+    pub(crate) bp_type: u32,
+    pub(crate) config1: u64,
+    pub(crate) config2: u64,
+    pub(crate) branch_sample_type: u64,
+    pub(crate) sample_regs_user: u64,
+    pub(crate) sample_stack_user: u32,
+    pub(crate) clockid: i32,
+    pub(crate) sample_regs_intr: u64,
+    pub(crate) aux_watermark: u32,
+    pub(crate) sample_max_stack: u16,
+    pub(crate) reserved: u16,
 }
 
 const PERF_TYPE_HARDWARE: u32 = 0;
