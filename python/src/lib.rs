@@ -79,12 +79,12 @@ fn sim(
     ))
 }
 
-/// The matrix pieces every matrix function takes, as `tierkit compare` flags give
-/// them. A TOML matrix comes as its name and text (`config`), so a worker on another
-/// machine needs no file.
-#[allow(clippy::too_many_arguments)]
-fn matrix_args(
-    out: PathBuf,
+/// A comparison matrix as `tierkit compare`'s flags give it, handed over from Python
+/// as one dict (`tierkit._pieces`). A TOML matrix comes as its name and text
+/// (`config`), so a worker on another machine needs no file.
+#[derive(FromPyObject, Clone)]
+#[pyo3(from_item_all)]
+struct Matrix {
     suite: Option<String>,
     config: Option<(String, String)>,
     policies: Option<Vec<String>>,
@@ -93,63 +93,51 @@ fn matrix_args(
     machines: Option<Vec<String>>,
     seed: Option<u64>,
     sets: Vec<String>,
-    jobs: Option<usize>,
-    force: bool,
-    only_finished: bool,
-) -> CompareArgs {
-    CompareArgs {
-        suite,
-        config,
-        policies,
-        workloads,
-        ratios,
-        machines,
-        seed,
-        sets,
-        jobs: jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        out,
-        force,
-        progress: false,
-        only_finished,
+}
+
+impl Matrix {
+    /// The library's arguments for this matrix written to `out`.
+    fn args(
+        self,
+        out: PathBuf,
+        jobs: Option<usize>,
+        force: bool,
+        only_finished: bool,
+    ) -> CompareArgs {
+        CompareArgs {
+            suite: self.suite,
+            config: self.config,
+            policies: self.policies,
+            workloads: self.workloads,
+            ratios: self.ratios,
+            machines: self.machines,
+            seed: self.seed,
+            sets: self.sets,
+            jobs: jobs
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            out,
+            force,
+            progress: false,
+            only_finished,
+        }
     }
 }
 
-/// A comparison matrix (a suite, a TOML matrix, or flags), written to `out` as
-/// `tierkit compare` writes it. Returns (results.csv path, report path, leaderboard).
-/// With `only_finished`, nothing is executed: results are derived from the runs
-/// another executor left in `out/runs/`, and any other run is reported failed.
+/// A comparison matrix written to `out` as `tierkit compare` writes it. Returns
+/// (results.csv path, report path, leaderboard). With `only_finished`, nothing is
+/// executed: results are derived from the runs another executor left in
+/// `out/runs/`, and any other run is reported failed.
 #[pyfunction]
-#[pyo3(signature = (out, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new(), jobs=None, force=false, only_finished=false))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (out, matrix, jobs=None, force=false, only_finished=false))]
 fn compare(
     py: Python<'_>,
     out: PathBuf,
-    suite: Option<String>,
-    config: Option<(String, String)>,
-    policies: Option<Vec<String>>,
-    workloads: Option<Vec<String>>,
-    ratios: Option<Vec<String>>,
-    machines: Option<Vec<String>>,
-    seed: Option<u64>,
-    sets: Vec<String>,
+    matrix: Matrix,
     jobs: Option<usize>,
     force: bool,
     only_finished: bool,
 ) -> PyResult<(String, String, String)> {
-    let args = matrix_args(
-        out.clone(),
-        suite,
-        config,
-        policies,
-        workloads,
-        ratios,
-        machines,
-        seed,
-        sets,
-        jobs,
-        force,
-        only_finished,
-    );
+    let args = matrix.args(out.clone(), jobs, force, only_finished);
     // Everything a user can get wrong is checked before any run, as a ValueError.
     matrix::planned_runs(&args).map_err(value_error)?;
     matrix::prepare_out_dir(&args.out, args.force).map_err(value_error)?;
@@ -166,23 +154,8 @@ fn compare(
 /// The runs of a matrix as JSON: `[{"id": ..., "finished": bool}]`, finished meaning
 /// a complete run of the same configuration is already in `out/runs/<id>/`.
 #[pyfunction]
-#[pyo3(signature = (out, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new()))]
-#[allow(clippy::too_many_arguments)]
-fn plan_matrix(
-    out: PathBuf,
-    suite: Option<String>,
-    config: Option<(String, String)>,
-    policies: Option<Vec<String>>,
-    workloads: Option<Vec<String>>,
-    ratios: Option<Vec<String>>,
-    machines: Option<Vec<String>>,
-    seed: Option<u64>,
-    sets: Vec<String>,
-) -> PyResult<String> {
-    let args = matrix_args(
-        out, suite, config, policies, workloads, ratios, machines, seed, sets, None, false, false,
-    );
-    let runs = matrix::planned_runs(&args).map_err(value_error)?;
+fn plan_matrix(out: PathBuf, matrix: Matrix) -> PyResult<String> {
+    let runs = matrix::planned_runs(&matrix.args(out, None, false, false)).map_err(value_error)?;
     let list: Vec<serde_json::Value> = runs
         .iter()
         .map(|(r, done)| serde_json::json!({"id": r.id, "finished": done}))
@@ -194,39 +167,13 @@ fn plan_matrix(
 /// return its files as (name, bytes) in the order to write them (`config.toml`, the
 /// mark of a finished run, last). What a Ray task executes on a worker.
 #[pyfunction]
-#[pyo3(signature = (id, suite=None, config=None, policies=None, workloads=None, ratios=None, machines=None, seed=None, sets=Vec::new()))]
-#[allow(clippy::too_many_arguments)]
-fn run_one(
-    py: Python<'_>,
-    id: String,
-    suite: Option<String>,
-    config: Option<(String, String)>,
-    policies: Option<Vec<String>>,
-    workloads: Option<Vec<String>>,
-    ratios: Option<Vec<String>>,
-    machines: Option<Vec<String>>,
-    seed: Option<u64>,
-    sets: Vec<String>,
-) -> PyResult<Vec<(String, Vec<u8>)>> {
+fn run_one(py: Python<'_>, id: String, matrix: Matrix) -> PyResult<Vec<(String, Vec<u8>)>> {
     let scratch = std::env::temp_dir().join(format!(
         "tierkit-run-{}-{}",
         std::process::id(),
         id.replace(['/', '\\'], "_")
     ));
-    let args = matrix_args(
-        scratch.clone(),
-        suite,
-        config,
-        policies,
-        workloads,
-        ratios,
-        machines,
-        seed,
-        sets,
-        Some(1),
-        true,
-        false,
-    );
+    let args = matrix.args(scratch.clone(), Some(1), true, false);
     let result = py.allow_threads(|| -> anyhow::Result<Vec<(String, Vec<u8>)>> {
         let dir = matrix::execute_one(&args, &id, &scratch)?;
         let mut files = Vec::new();

@@ -194,8 +194,8 @@ def _ray_compare(matrix: Path, out: Path, address: str, **kw):
 
 
 def _run_ids(matrix: Path, out: Path) -> list:
-    pieces = {"suite": None, "config": (str(matrix), matrix.read_text())}
-    return [r["id"] for r in json.loads(tierkit._native.plan_matrix(str(out), **pieces))]
+    pieces = tierkit._pieces(matrix)
+    return [r["id"] for r in json.loads(tierkit._native.plan_matrix(str(out), pieces))]
 
 
 def test_ray_gives_byte_identical_results_and_resumes(ray_cluster, tmp_path, monkeypatch):

@@ -176,6 +176,27 @@ def _matrix(matrix: Optional[Union[str, PathLike]]) -> Dict[str, Any]:
     return {"suite": m, "config": None}
 
 
+def _pieces(
+    matrix: Optional[Union[str, PathLike]],
+    policies: Optional[Sequence[str]] = None,
+    workloads: Optional[Sequence[str]] = None,
+    ratios: Optional[Sequence[str]] = None,
+    machines: Optional[Sequence[str]] = None,
+    seed: Optional[int] = None,
+    set: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """A matrix as the native functions take it: one dict of every piece."""
+    return dict(
+        **_matrix(matrix),
+        policies=None if policies is None else list(policies),
+        workloads=None if workloads is None else list(workloads),
+        ratios=None if ratios is None else list(ratios),
+        machines=None if machines is None else list(machines),
+        seed=seed,
+        sets=_sets(set),
+    )
+
+
 def compare(
     matrix: Optional[Union[str, PathLike]] = None,
     *,
@@ -211,15 +232,7 @@ def compare(
     """
     if executor not in ("local", "ray"):
         raise ValueError(f"executor {executor!r} is not available; valid: 'local', 'ray'")
-    pieces = dict(
-        **_matrix(matrix),
-        policies=None if policies is None else list(policies),
-        workloads=None if workloads is None else list(workloads),
-        ratios=None if ratios is None else list(ratios),
-        machines=None if machines is None else list(machines),
-        seed=seed,
-        sets=_sets(set),
-    )
+    pieces = _pieces(matrix, policies, workloads, ratios, machines, seed, set)
     keep = out is not None
     out_dir = os.fspath(out) if keep else tempfile.mkdtemp(prefix="tierkit-compare-")
     failed: Dict[str, str] = {}
@@ -231,7 +244,7 @@ def compare(
                                      force=force or not keep)
         try:
             results, report, board = _native.compare(
-                out_dir, **pieces, jobs=jobs, force=force or not keep,
+                out_dir, pieces, jobs=jobs, force=force or not keep,
                 only_finished=executor != "local",
             )
         except RuntimeError as e:

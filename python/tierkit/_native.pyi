@@ -1,6 +1,6 @@
 """Type stubs of the native module (see python/src/lib.rs)."""
 
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -17,41 +17,14 @@ def sim(
 ) -> Tuple[str, str, str, str, str]: ...
 def compare(
     out: str,
-    suite: Optional[str] = None,
-    config: Optional[Tuple[str, str]] = None,
-    policies: Optional[List[str]] = None,
-    workloads: Optional[List[str]] = None,
-    ratios: Optional[List[str]] = None,
-    machines: Optional[List[str]] = None,
-    seed: Optional[int] = None,
-    sets: List[str] = ...,
+    matrix: Dict[str, Any],
     jobs: Optional[int] = None,
     force: bool = False,
     only_finished: bool = False,
 ) -> Tuple[str, str, str]: ...
 def catalog(section: str) -> str: ...
-def plan_matrix(
-    out: str,
-    suite: Optional[str] = None,
-    config: Optional[Tuple[str, str]] = None,
-    policies: Optional[List[str]] = None,
-    workloads: Optional[List[str]] = None,
-    ratios: Optional[List[str]] = None,
-    machines: Optional[List[str]] = None,
-    seed: Optional[int] = None,
-    sets: List[str] = ...,
-) -> str: ...
-def run_one(
-    id: str,
-    suite: Optional[str] = None,
-    config: Optional[Tuple[str, str]] = None,
-    policies: Optional[List[str]] = None,
-    workloads: Optional[List[str]] = None,
-    ratios: Optional[List[str]] = None,
-    machines: Optional[List[str]] = None,
-    seed: Optional[int] = None,
-    sets: List[str] = ...,
-) -> List[Tuple[str, bytes]]: ...
+def plan_matrix(out: str, matrix: Dict[str, Any]) -> str: ...
+def run_one(id: str, matrix: Dict[str, Any]) -> List[Tuple[str, bytes]]: ...
 def prepare_out_dir(out: str, force: bool) -> None: ...
 def trace_record(
     workload: str, out: str, sets: List[str] = ..., seed: Optional[int] = None, force: bool = False

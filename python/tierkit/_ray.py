@@ -39,7 +39,7 @@ def _maybe_fail(run_id: str) -> None:
 
 def _run_one(run_id: str, pieces: Dict[str, Any]) -> List[Tuple[str, bytes]]:
     _maybe_fail(run_id)
-    return _native.run_one(run_id, **pieces)
+    return _native.run_one(run_id, pieces)
 
 
 def _write_run(out: str, run_id: str, files: List[Tuple[str, bytes]]) -> None:
@@ -68,7 +68,7 @@ def run_matrix(
         raise ValueError(
             "executor 'ray' needs the ray package: pip install 'ray[default]'"
         ) from None
-    runs = json.loads(_native.plan_matrix(out, **pieces))
+    runs = json.loads(_native.plan_matrix(out, pieces))
     # The output directory is checked (and claimed) before any task is sent, as a
     # local comparison checks it before any run.
     _native.prepare_out_dir(out, force)
