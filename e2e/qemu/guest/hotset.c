@@ -14,6 +14,11 @@
  *    never touched again), with the TCG TLB-flush trick below, until SIGTERM or
  *    DURATION_S seconds (0 or absent: forever).
  *
+ * With HOTSET_PIN_PAGES=N in the environment, the first N pages of the hot set are
+ * pinned after the fill: vmsplice(2) hands them to a pipe that is never read, so the
+ * pipe holds references to them and the kernel cannot migrate them (move_pages then
+ * returns how many pages it could not move and leaves their status words unwritten).
+ *
  * The hot loop only reads, so the buffer's contents never change: SIGUSR1 verifies the
  * whole buffer against the pattern and prints "hotset: checksum ok|BAD ..." to stdout
  * and carries on; SIGTERM / the end of DURATION_S verifies, prints and exits 0 (ok) or 1
@@ -32,7 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,6 +141,23 @@ int main(int argc, char **argv) {
     if (syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL) != 0) {
         perror("hotset: set_mempolicy(MPOL_DEFAULT)");
         return 1;
+    }
+
+    const char *pin = getenv("HOTSET_PIN_PAGES");
+    if (pin && atol(pin) > 0) {
+        size_t n = (size_t)atol(pin);
+        int pfd[2];
+        if (pipe(pfd) != 0 || fcntl(pfd[1], F_SETPIPE_SZ, (int)(2 * n * PAGE)) < 0) {
+            perror("hotset: pipe for pinning");
+            return 1;
+        }
+        struct iovec iov = {.iov_base = buf, .iov_len = n * PAGE};
+        ssize_t got = vmsplice(pfd[1], &iov, 1, 0);
+        if (got != (ssize_t)(n * PAGE)) {
+            fprintf(stderr, "hotset: vmsplice pinned %zd of %zu bytes\n", got, n * PAGE);
+            return 1;
+        }
+        /* pfd stays open and unread for the life of the process. */
     }
 
     char tmp[4096];

@@ -144,27 +144,39 @@ pub fn query(pid: i32, pages: &[u64]) -> Result<Vec<PageStatus>, CallError> {
 pub fn move_to(pid: i32, pages: &[u64], nodes: &[i32]) -> Result<Vec<PageStatus>, CallError> {
     assert_eq!(pages.len(), nodes.len());
     let mut status = vec![UNWRITTEN; pages.len()];
-    raw(pid, pages, Some(nodes), &mut status, MPOL_MF_MOVE)?;
-    resolve_unwritten(&mut status, |unwritten| {
-        let addrs: Vec<u64> = unwritten.iter().map(|&i| pages[i]).collect();
+    let not_moved = raw(pid, pages, Some(nodes), &mut status, MPOL_MF_MOVE)?;
+    resolve_statuses(&mut status, not_moved, |asked| {
+        let addrs: Vec<u64> = asked.iter().map(|&i| pages[i]).collect();
         let mut st = vec![UNWRITTEN; addrs.len()];
         raw(pid, &addrs, None, &mut st, 0).ok().map(|_| st)
     });
     Ok(status.into_iter().map(PageStatus::from_raw).collect())
 }
 
-/// Fill the unwritten words of a move's status array from `query`, which is given
-/// their indices and returns their statuses (or nothing when it fails, leaving them
-/// [`PageStatus::Unknown`]).
-fn resolve_unwritten(status: &mut [i32], query: impl FnOnce(&[usize]) -> Option<Vec<i32>>) {
-    let unwritten: Vec<usize> = (0..status.len())
-        .filter(|&i| status[i] == UNWRITTEN)
-        .collect();
-    if unwritten.is_empty() {
+/// Settle a move's status array. Words the kernel left unwritten are looked up.
+/// When it reports pages it could not move (`not_moved > 0`, pinned pages for
+/// instance), the whole batch is looked up instead: the count says the batch did not
+/// go as the words alone may suggest, and one query of a failing batch (at most a
+/// batch's pages) is cheap. `query` gets the indices and returns their statuses, or
+/// nothing when it fails (the words then read [`PageStatus::Unknown`]).
+fn resolve_statuses(
+    status: &mut [i32],
+    not_moved: usize,
+    query: impl FnOnce(&[usize]) -> Option<Vec<i32>>,
+) {
+    let asked: Vec<usize> = if not_moved > 0 {
+        status.fill(UNWRITTEN);
+        (0..status.len()).collect()
+    } else {
+        (0..status.len())
+            .filter(|&i| status[i] == UNWRITTEN)
+            .collect()
+    };
+    if asked.is_empty() {
         return;
     }
-    if let Some(st) = query(&unwritten) {
-        for (&i, s) in unwritten.iter().zip(st) {
+    if let Some(st) = query(&asked) {
+        for (&i, s) in asked.iter().zip(st) {
             status[i] = s;
         }
     }
@@ -224,17 +236,35 @@ mod tests {
 
     #[test]
     fn unwritten_status_words_are_looked_up_never_read_as_node_0() {
-        // A 4-page batch to node 1 where the kernel moved two pages, wrote their
-        // status, and returned 2 for the two it could not move (pinned), writing
-        // nothing for them. Before the fix the array started at 0, a valid node id,
-        // so the pinned pages read as "now on node 0".
+        // A batch to node 1 whose every page moved, but whose status words the kernel
+        // left unwritten for two: they are asked, not read as 0 (a node id), which is
+        // what the array held before the fix.
         let mut status = vec![1, UNWRITTEN, 1, UNWRITTEN];
         let mut asked = Vec::new();
-        resolve_unwritten(&mut status, |idx| {
+        resolve_statuses(&mut status, 0, |idx| {
             asked = idx.to_vec();
-            Some(vec![0, -libc::EBUSY])
+            Some(vec![1, 1])
         });
         assert_eq!(asked, vec![1, 3]);
+        assert!(status.iter().all(|&s| s == 1));
+        // A failed lookup leaves them unknown, not on a node.
+        let mut status = vec![UNWRITTEN, 1];
+        resolve_statuses(&mut status, 0, |_| None);
+        assert_eq!(PageStatus::from_raw(status[0]), PageStatus::Unknown);
+        assert_eq!(PageStatus::from_raw(status[1]), PageStatus::Node(1));
+    }
+
+    #[test]
+    fn a_batch_with_pages_not_moved_is_looked_up_whole() {
+        // 4 pages to node 0, words reading 0 for all of them, and a return of 2 (two
+        // pinned pages stayed on node 1): every page is asked where it is.
+        let mut status = vec![0, 0, 0, 0];
+        let mut asked = Vec::new();
+        resolve_statuses(&mut status, 2, |idx| {
+            asked = idx.to_vec();
+            Some(vec![1, 0, 1, 0])
+        });
+        assert_eq!(asked, vec![0, 1, 2, 3]);
         let st: Vec<PageStatus> = status.into_iter().map(PageStatus::from_raw).collect();
         assert_eq!(
             st,
@@ -242,14 +272,9 @@ mod tests {
                 PageStatus::Node(1),
                 PageStatus::Node(0),
                 PageStatus::Node(1),
-                PageStatus::Busy
+                PageStatus::Node(0)
             ]
         );
-        // A failed lookup leaves them unknown, not on a node.
-        let mut status = vec![UNWRITTEN, 1];
-        resolve_unwritten(&mut status, |_| None);
-        assert_eq!(PageStatus::from_raw(status[0]), PageStatus::Unknown);
-        assert_eq!(PageStatus::from_raw(status[1]), PageStatus::Node(1));
     }
 
     #[test]

@@ -230,3 +230,42 @@ fault_damon_busy() {
     damon_reset
     stop_target
 }
+
+# fault-pinned: the first 8 pages of the hot set are pinned (hotset's HOTSET_PIN_PAGES:
+# vmsplice into a pipe never read) and everything starts on node 1. The kernel cannot
+# move a pinned page: move_pages returns how many pages it could not move and leaves the
+# status words of that batch unwritten. The daemon must count as promoted exactly the
+# pages that reached node 0 (issue 17: status words started at 0, a node id, so a
+# failed batch read as promoted), and the pinned pages stay on node 1.
+fault_pinned() {
+    export HOTSET_PIN_PAGES=8
+    start_target $SIZE_MIB $HOT_MIB 1
+    _ok=$?
+    unset HOTSET_PIN_PAGES
+    [ $_ok -eq 0 ] || return 0
+    attach_daemon multiclock $BUDGET_MIB fault-pinned
+    t0=$(now_ms)
+    while [ $(($(now_ms) - t0)) -lt 120000 ]; do
+        sleep 2
+        place || break
+        [ "$(pct "$hot_n0" "$hot")" -ge 90 ] && break
+    done
+    sleep 3
+    kill -TERM "$DPID"
+    wait_exit "$DPID" 15
+    place
+    n0=$((hot_n0 + cold_n0))
+    # The daemon's counters are in summary.json's `last` object, after the policy's
+    # own statistics (which have a `promoted_pages` of their own: the policy's
+    # requests), so the last occurrence is the daemon's.
+    promoted=$(grep -o '"promoted_pages": [0-9]*' "$DSUM" | tail -n1 | grep -o '[0-9]*$')
+    failures=$(grep -o '"migrate_failures": [0-9]*' "$DSUM" | tail -n1 | grep -o '[0-9]*$')
+    info "placement $PLACE_LINE; daemon: promoted ${promoted:-?}, failures ${failures:-?}"
+    [ "$(pct "$hot_n0" "$hot")" -ge 90 ]
+    check $? "the unpinned hot set was promoted ($hot_n0/$hot pages on node 0)"
+    [ -n "$promoted" ] && [ "$promoted" -eq "$n0" ]
+    check $? "the daemon's promoted pages ($promoted) are the pages on node 0 ($n0)"
+    [ "$hot_n1" -ge 8 ] && [ "${failures:-0}" -ge 8 ]
+    check $? "the 8 pinned pages stayed on node 1 ($hot_n1 hot pages there) and count as failed moves ($failures)"
+    stop_target
+}

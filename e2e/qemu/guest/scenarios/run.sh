@@ -22,6 +22,7 @@ fault-unprivileged) fault_unprivileged ;;
 fault-single-node) fault_single_node ;;
 fault-run-status) fault_run_status ;;
 fault-damon-busy) fault_damon_busy ;;
+fault-pinned) fault_pinned ;;
 *) fail "unknown scenario '$1'" ;;
 esac
 exit 0
