@@ -154,13 +154,18 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
     let name = opts.policy.name();
     let caps = caps::effective();
     // Which DAMON operations the kernel has is known only from a context's
-    // `avail_operations`; with no kdamond configured, a privileged user creates one
-    // for a moment to read it (nobody else is using DAMON then), so a kernel without
-    // per-process monitoring is refused here rather than at kdamond start.
+    // `avail_operations`; with no kdamond configured, a privileged user of a DAMON
+    // policy creates one for a moment to read it (nobody else is using DAMON then), so
+    // a kernel without per-process monitoring is refused here rather than at kdamond
+    // start.
     let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
+    let needs = config::needs(name).unwrap_or(&[]);
+    let needs_damon = needs
+        .iter()
+        .any(|n| matches!(n, Need::AccessedBits | Need::HintFaults));
     let damon_probe = damon::probe_at(
         std::path::Path::new(damon::ADMIN),
-        may_write_damon_sysfs(caps, me),
+        needs_damon && may_write_damon_sysfs(caps, me),
     );
     let perf_probe = perf::probe();
     let offer: Offer = crate::doctor::offer_from(&damon_probe, &perf_probe);
@@ -168,10 +173,6 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
     let facility = config::runnable(name, offer).map_err(|why| {
         LiveError::usage(format!("policy `{name}` cannot run live here: it {why}"))
     })?;
-    let needs = config::needs(name).unwrap_or(&[]);
-    let needs_damon = needs
-        .iter()
-        .any(|n| matches!(n, Need::AccessedBits | Need::HintFaults));
     check_privileges(name, needs_damon, caps, me, target_uid)?;
     if needs_damon {
         damon::can_start(admin_path(), registry_path()).map_err(LiveError::usage)?;
