@@ -416,23 +416,19 @@ impl Observer {
                 // and restart a stopped kdamond from a fresh configuration, a bounded
                 // number of times, before giving up.
                 let target_alive = procfs::alive(pid);
-                if kd.running() && failures < OBSERVER_RETRIES {
+                // Only a kdamond that reads "off" has stopped; one that is on, or
+                // whose state cannot be read just now, gets the retries.
+                let state = kd.state();
+                if state != Some(false) && failures < OBSERVER_RETRIES {
                     failures += 1;
                     std::thread::sleep(Duration::from_millis(50));
                     continue;
                 }
-                if !kd.running() && target_alive && restarts < OBSERVER_RETRIES {
-                    kd.stop();
-                    match Kdamond::start(
-                        admin_path(),
-                        registry_path(),
-                        pid,
-                        &thread_ops,
-                        &ranges,
-                        &attrs,
-                    ) {
-                        Ok(k) => {
-                            kd = k;
+                if state == Some(false) && target_alive && restarts < OBSERVER_RETRIES {
+                    // Restarted in place: it stays this daemon's kdamond, whatever
+                    // other kdamonds run meanwhile.
+                    match kd.restart(pid, &thread_ops, &ranges, &attrs) {
+                        Ok(()) => {
                             restarts += 1;
                             failures = 0;
                             let _ = tx.send(ObsMsg::Restarted);

@@ -281,7 +281,39 @@ impl Kdamond {
 
     /// True while the kdamond runs (it stops by itself when its target exits).
     pub fn running(&self) -> bool {
-        std::fs::read_to_string(self.kd.join("state")).is_ok_and(|s| s.trim() == "on")
+        self.state() == Some(true)
+    }
+
+    /// The kdamond's `state`: on, off, or None when it cannot be read right now (a
+    /// sysfs read can fail while a command to the kdamond is in progress) — not the
+    /// same as off.
+    pub fn state(&self) -> Option<bool> {
+        match std::fs::read_to_string(self.kd.join("state")).ok()?.trim() {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Start this kdamond again, in place, after it stopped by itself: configure it
+    /// afresh and turn it on. It stays this daemon's (no `nr_kdamonds` change, which
+    /// the kernel would refuse while another kdamond runs). A kdamond that is still on
+    /// is left as it is.
+    pub fn restart(
+        &mut self,
+        pid: i32,
+        ops: &str,
+        ranges: &[(u64, u64)],
+        a: &Attrs,
+    ) -> io::Result<()> {
+        if self.state() == Some(true) {
+            return Ok(());
+        }
+        self.on = false;
+        self.configure(pid, ops, ranges, a)?;
+        write(&self.kd.join("state"), "on")?;
+        self.on = true;
+        Ok(())
     }
 
     /// Turn the kdamond off and give it back (also done on drop): the registry entry
@@ -509,6 +541,35 @@ mod tests {
         std::fs::create_dir_all(f.registry()).unwrap();
         std::fs::write(owner_file(&f.registry(), 0), owner_stamp()).unwrap();
         assert!(stale_own(&f.registry(), 1).is_empty());
+    }
+
+    #[test]
+    fn a_stopped_kdamond_restarts_in_place_and_stays_ours() {
+        // Another tool's kdamond 0 is on; ours (1) stops by itself. Before, the
+        // observer gave ours back and asked for a new one, which the kernel refuses
+        // while kdamond 0 runs: "could not be restarted".
+        let f = FakeDamon::new("restart", &["off"], 2);
+        let mut k = Kdamond::start(&f.admin(), &f.registry(), 77, "vaddr", &[], &ATTRS).unwrap();
+        std::fs::write(f.admin().join("kdamonds/0/state"), "on\n").unwrap();
+        std::fs::write(f.admin().join("kdamonds/1/state"), "off\n").unwrap();
+        assert_eq!(k.state(), Some(false));
+        k.restart(78, "vaddr", &[], &ATTRS).unwrap();
+        assert_eq!(f.read("1/state").as_deref(), Some("on"));
+        assert_eq!(
+            f.read("1/contexts/0/targets/0/pid_target").as_deref(),
+            Some("78")
+        );
+        assert_eq!(f.read("nr_kdamonds").as_deref(), Some("2"));
+        assert_eq!(
+            f.read("0/state").as_deref(),
+            Some("on"),
+            "the other is untouched"
+        );
+        assert!(owner_file(&f.registry(), 1).exists(), "still ours");
+        // Unreadable is not off.
+        std::fs::write(f.admin().join("kdamonds/1/state"), "\n").unwrap();
+        assert_eq!(k.state(), None);
+        assert!(!k.running());
     }
 
     #[test]
