@@ -381,10 +381,7 @@ impl Simulation {
                 th.pos += 1;
                 self.machine
                     .access(t, addr, write, gap_ns, inv_mlp, self.policy.as_mut())?;
-                if self.machine.clocks[t] >= horizon
-                    || self.machine.counters.accesses >= max_accesses
-                    || self.machine.earliest_new_timer < horizon
-                {
+                if self.machine.slice_over(t, horizon, max_accesses) {
                     return Ok(());
                 }
             }
@@ -412,10 +409,7 @@ impl Simulation {
                     }
                 }
             }
-            if self.machine.clocks[t] >= horizon
-                || self.machine.counters.accesses >= max_accesses
-                || self.machine.earliest_new_timer < horizon
-            {
+            if self.machine.slice_over(t, horizon, max_accesses) {
                 return Ok(());
             }
         }

@@ -305,6 +305,15 @@ impl Machine {
         self.payer = payer;
     }
 
+    /// Whether thread `tid`'s slice ends here: its clock reached `horizon`, the run
+    /// its access budget, or an operation set a timer due before `horizon`.
+    #[inline]
+    pub fn slice_over(&self, tid: usize, horizon: f64, max_accesses: u64) -> bool {
+        self.clocks[tid] >= horizon
+            || self.counters.accesses >= max_accesses
+            || self.earliest_new_timer < horizon
+    }
+
     /// Events each simulated event stands for (`1 / sample_rate`).
     #[inline]
     pub fn event_weight(&self) -> f64 {
