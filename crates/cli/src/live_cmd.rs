@@ -61,13 +61,34 @@ pub fn doctor(json: bool) -> i32 {
     0
 }
 
-/// Parse a pid argument.
-pub fn parse_pid(s: &str) -> Result<i32, LiveError> {
-    match s.trim().parse::<i32>() {
-        Ok(p) if p > 0 => Ok(p),
-        _ => Err(LiveError::usage(format!(
-            "--pid `{s}` is not a process id (a positive integer)"
-        ))),
+/// Parse a pid argument: one process id, or several separated by commas.
+pub fn parse_pids(s: &str) -> Result<Vec<i32>, LiveError> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        match part.trim().parse::<i32>() {
+            Ok(p) if p > 0 => {
+                if out.contains(&p) {
+                    return Err(LiveError::usage(format!("--pid `{s}` names pid {p} twice")));
+                }
+                out.push(p)
+            }
+            _ => {
+                return Err(LiveError::usage(format!(
+                    "--pid `{s}`: `{}` is not a process id (give positive integers separated by commas, e.g. 1234,5678)",
+                    part.trim()
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The cgroup directory `--cgroup` names: a path, or a name under /sys/fs/cgroup.
+pub fn cgroup_dir(s: &std::path::Path) -> PathBuf {
+    if s.is_absolute() || s.exists() {
+        s.to_path_buf()
+    } else {
+        std::path::Path::new("/sys/fs/cgroup").join(s)
     }
 }
 
@@ -142,12 +163,18 @@ fn finish(r: Result<tierkit_live::stats::Summary, LiveError>) -> i32 {
     }
 }
 
-/// `tierkit attach`.
-pub fn attach(pid: &str, a: &LiveArgs) -> i32 {
+/// `tierkit attach`: `--pid A[,B...]` or `--cgroup PATH` (clap makes sure exactly one
+/// is given).
+pub fn attach(pid: Option<&str>, cgroup: Option<&std::path::Path>, a: &LiveArgs) -> i32 {
+    let target = match (pid, cgroup) {
+        (Some(p), _) => parse_pids(p).map(Target::Pids),
+        (None, Some(c)) => Ok(Target::Cgroup(cgroup_dir(c))),
+        (None, None) => Err(LiveError::usage("give --pid PID[,PID...] or --cgroup PATH")),
+    };
     finish(
-        parse_pid(pid)
-            .and_then(|p| options(a).map(|o| (p, o)))
-            .and_then(|(p, o)| daemon::run(&o, Target::Pid(p))),
+        target
+            .and_then(|t| options(a).map(|o| (t, o)))
+            .and_then(|(t, o)| daemon::run(&o, t)),
     )
 }
 

@@ -124,11 +124,21 @@ enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
-    /// Tier the pages of a running process live with a policy.
+    /// Tier the pages of running processes live with a policy.
     Attach {
-        /// Process id of the target.
-        #[arg(long, allow_hyphen_values = true)]
-        pid: String,
+        /// Process id of the target, or several separated by commas (they share the
+        /// fast budget as the policy decides).
+        #[arg(
+            long,
+            allow_hyphen_values = true,
+            required_unless_present = "cgroup",
+            conflicts_with = "cgroup"
+        )]
+        pid: Option<String>,
+        /// A cgroup v2 directory (or a name under /sys/fs/cgroup): tier its processes
+        /// and its descendants', following them as they join and leave.
+        #[arg(long)]
+        cgroup: Option<std::path::PathBuf>,
         #[command(flatten)]
         live: tierkit::live_cmd::LiveArgs,
     },
@@ -157,14 +167,18 @@ fn real_main() -> Result<()> {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
         Err(e) => {
-            // clap's message without its usage block, so every error is one line.
+            // clap's message without its usage block, so every error is one line; a
+            // message that lists what is missing on the lines below keeps the list.
             let text = e.render().to_string();
-            let first = text
+            let msg: Vec<&str> = text
                 .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            anyhow::bail!("{first} (see `tierkit --help`)");
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let msg = msg.join(" ");
+            let msg = msg.trim_start_matches("error: ");
+            let msg = if msg.is_empty() { "invalid arguments" } else { msg };
+            anyhow::bail!("{msg} (see `tierkit --help`)");
         }
     };
     match cli.command {
@@ -279,7 +293,11 @@ fn real_main() -> Result<()> {
         Command::Run { live, command } => {
             std::process::exit(tierkit::live_cmd::run(&command, &live))
         }
-        Command::Attach { pid, live } => std::process::exit(tierkit::live_cmd::attach(&pid, &live)),
+        Command::Attach { pid, cgroup, live } => std::process::exit(tierkit::live_cmd::attach(
+            pid.as_deref(),
+            cgroup.as_deref(),
+            &live,
+        )),
         Command::Trace(cmd) => tierkit::trace_cmd::run(cmd)?,
         Command::Bench { reps, accesses } => {
             bench::run(reps, accesses)?;

@@ -98,6 +98,75 @@ fn nonexistent_pid_is_a_usage_error() {
         .output()
         .unwrap();
     one_line_error(&o, 2, "not a process id");
+    // Several pids: each must be a process; a bad list names the bad part.
+    let me = std::process::id().to_string();
+    let o = tierkit()
+        .args(["attach", "--policy", "first-touch", "--pid"])
+        .arg(format!("{me},2147483000"))
+        .output()
+        .unwrap();
+    one_line_error(&o, 2, "no process with pid 2147483000");
+    let o = tierkit()
+        .args(["attach", "--policy", "first-touch", "--pid", "12,x"])
+        .output()
+        .unwrap();
+    one_line_error(&o, 2, "`x` is not a process id");
+    let o = tierkit()
+        .args(["attach", "--policy", "first-touch", "--pid", "12,12"])
+        .output()
+        .unwrap();
+    one_line_error(&o, 2, "names pid 12 twice");
+}
+
+#[test]
+fn a_cgroup_that_is_not_one_is_a_usage_error() {
+    let o = tierkit()
+        .args([
+            "attach",
+            "--policy",
+            "first-touch",
+            "--cgroup",
+            "/nonexistent/tk",
+        ])
+        .output()
+        .unwrap();
+    one_line_error(&o, 2, "--cgroup /nonexistent/tk: not a cgroup v2 directory");
+    // A name is looked up under /sys/fs/cgroup.
+    let o = tierkit()
+        .args([
+            "attach",
+            "--policy",
+            "first-touch",
+            "--cgroup",
+            "tierkit-no-such-group",
+        ])
+        .output()
+        .unwrap();
+    one_line_error(
+        &o,
+        2,
+        "/sys/fs/cgroup/tierkit-no-such-group: not a cgroup v2",
+    );
+    // --pid and --cgroup exclude each other; one of them is needed (clap's errors).
+    let o = tierkit()
+        .args([
+            "attach",
+            "--policy",
+            "first-touch",
+            "--pid",
+            "1",
+            "--cgroup",
+            "/x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = tierkit()
+        .args(["attach", "--policy", "first-touch"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pid"));
 }
 
 #[test]

@@ -52,8 +52,11 @@ pub struct Options {
 /// Whom to tier.
 #[derive(Debug, Clone)]
 pub enum Target {
-    /// A running process.
-    Pid(i32),
+    /// Running processes, sharing the fast budget; tiering ends when all have exited.
+    Pids(Vec<i32>),
+    /// The processes of a cgroup v2 directory and its descendants, followed as they
+    /// join and leave; tiering ends when the cgroup is removed.
+    Cgroup(PathBuf),
     /// A command to start (program and arguments).
     Command(Vec<String>),
 }
@@ -108,8 +111,9 @@ pub struct Plan {
 }
 
 /// Check the machine, the nodes, the policy's facilities and the privileges, in
-/// that order. `target_uid` is the target's uid (None for a command we start).
-pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> {
+/// that order. `target_uids` are the uids of the processes given by pid (none for a
+/// command we start; a cgroup's members are checked as they join).
+pub fn plan(opts: &Options, target_uids: &[u32]) -> Result<Plan, LiveError> {
     let topo = numa::read_topology()
         .map_err(|e| LiveError::usage(format!("cannot read the NUMA topology: {e}")))?;
     let with_mem: Vec<u32> = topo
@@ -173,7 +177,10 @@ pub fn plan(opts: &Options, target_uid: Option<u32>) -> Result<Plan, LiveError> 
     let facility = config::runnable(name, offer).map_err(|why| {
         LiveError::usage(format!("policy `{name}` cannot run live here: it {why}"))
     })?;
-    check_privileges(name, needs_damon, caps, me, target_uid)?;
+    check_privileges(name, needs_damon, caps, me, None)?;
+    for &uid in target_uids {
+        check_privileges(name, needs_damon, caps, me, Some(uid))?;
+    }
     if needs_damon {
         damon::can_start(admin_path(), registry_path()).map_err(LiveError::usage)?;
     }
@@ -315,12 +322,13 @@ pub fn coalesce(ranges: &[(u64, u64)], max: usize) -> Vec<(u64, u64)> {
     v
 }
 
-/// fvaddr target ranges handed from the loop to the observer thread.
-type SharedRanges = Arc<Mutex<Option<Vec<(u64, u64)>>>>;
+/// DAMON targets handed from the loop to the observer thread.
+type SharedTargets = Arc<Mutex<Option<Vec<damon::Target>>>>;
 
 enum ObsMsg {
-    Snap(Snapshot),
-    /// The kdamond had stopped while the target lived and was started again.
+    /// One DAMON read: a snapshot per monitored process, by OS pid.
+    Snap(Vec<(i32, Snapshot)>),
+    /// The kdamond had stopped while a target lived and was started again.
     Restarted,
     Stopped(String),
 }
@@ -336,20 +344,25 @@ fn registry_path() -> &'static std::path::Path {
     std::path::Path::new(damon::REGISTRY)
 }
 
+fn pids_of(t: &[damon::Target]) -> Vec<i32> {
+    t.iter().map(|t| t.pid).collect()
+}
+
 struct Observer {
     stop: Arc<AtomicBool>,
-    ranges: SharedRanges,
-    last_sent: Vec<(u64, u64)>,
+    targets: SharedTargets,
+    last_sent: Vec<damon::Target>,
     rx: Receiver<ObsMsg>,
     handle: Option<std::thread::JoinHandle<()>>,
-    fixed: bool,
+    fvaddr: bool,
+    /// When it started, ns since attach.
+    started_ns: Nanos,
 }
 
 impl Observer {
     fn start(
-        pid: i32,
+        targets: Vec<damon::Target>,
         ops: &str,
-        ranges: Vec<(u64, u64)>,
         live: &LiveConfig,
         clock: Instant,
     ) -> Result<Observer, LiveError> {
@@ -360,7 +373,7 @@ impl Observer {
             min_nr_regions: live.damon_min_nr_regions,
             max_nr_regions: live.damon_max_nr_regions,
         };
-        let kd = Kdamond::start(admin_path(), registry_path(), pid, ops, &ranges, &attrs).map_err(|e| {
+        let kd = Kdamond::start(admin_path(), registry_path(), &targets, ops, &attrs).map_err(|e| {
             match e.kind() {
                 std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
                     "DAMON sysfs refused a write ({e}); run tierkit as root or give it CAP_DAC_OVERRIDE"
@@ -371,39 +384,47 @@ impl Observer {
             }
         })?;
         let stop = Arc::new(AtomicBool::new(false));
-        let shared: SharedRanges = Arc::default();
+        let shared: SharedTargets = Arc::default();
         let (tx, rx) = mpsc::channel();
         let (st, sh) = (stop.clone(), shared.clone());
         let (aggr_ns, sample_ns) = (attrs.aggr_us * 1000, attrs.sample_us * 1000);
-        let (thread_ops, fixed) = (ops.to_string(), ops == "fvaddr");
-        let last_sent = ranges.clone();
+        let thread_ops = ops.to_string();
+        let last_sent = targets.clone();
         let handle = std::thread::spawn(move || {
             let mut kd = kd;
-            let mut ranges = ranges;
+            let mut targets = targets;
             let mut failures = 0u32;
             let mut restarts = 0u32;
             while !st.load(Ordering::SeqCst) {
                 let mut result = Ok(());
-                if let Some(r) = sh.lock().ok().and_then(|mut g| g.take()) {
-                    ranges = r;
-                    result = kd
-                        .set_ranges(&ranges)
-                        .map_err(|e| format!("DAMON commit failed: {e}"));
+                if let Some(t) = sh.lock().ok().and_then(|mut g| g.take()) {
+                    // The same processes: new fvaddr ranges are committed to the
+                    // running kdamond; others: it is reconfigured in place.
+                    result = if pids_of(&t) == pids_of(&targets) {
+                        kd.set_ranges(&t)
+                            .map_err(|e| format!("DAMON commit failed: {e}"))
+                    } else {
+                        kd.retarget(&t, &thread_ops, &attrs)
+                            .map_err(|e| format!("DAMON could not follow the processes: {e}"))
+                    };
+                    targets = t;
                 }
                 let result = result.and_then(|()| {
-                    kd.snapshot()
+                    kd.snapshot(targets.len())
                         .map_err(|e| format!("DAMON snapshot failed: {e}"))
                 });
                 let why = match result {
-                    Ok(regions) => {
+                    Ok(per_target) => {
                         failures = 0;
                         let t = clock.elapsed().as_nanos() as Nanos;
-                        if tx
-                            .send(ObsMsg::Snap(Snapshot::from_damon(
-                                t, aggr_ns, sample_ns, &regions,
-                            )))
-                            .is_err()
-                        {
+                        let snaps = targets
+                            .iter()
+                            .zip(&per_target)
+                            .map(|(tg, regions)| {
+                                (tg.pid, Snapshot::from_damon(t, aggr_ns, sample_ns, regions))
+                            })
+                            .collect();
+                        if tx.send(ObsMsg::Snap(snaps)).is_err() {
                             break;
                         }
                         continue;
@@ -411,11 +432,11 @@ impl Observer {
                     Err(why) => why,
                 };
                 // A read can race with the kernel regenerating tried_regions, and a
-                // kdamond can stop while its target lives (the e2e harness saw one stop
+                // kdamond can stop while a target lives (the e2e harness saw one stop
                 // 24 s into a run, after a region commit): retry a read a few times,
                 // and restart a stopped kdamond from a fresh configuration, a bounded
                 // number of times, before giving up.
-                let target_alive = procfs::alive(pid);
+                let target_alive = targets.iter().any(|t| procfs::alive(t.pid));
                 // Only a kdamond that reads "off" has stopped; one that is on, or
                 // whose state cannot be read just now, gets the retries.
                 let state = kd.state();
@@ -426,8 +447,9 @@ impl Observer {
                 }
                 if state == Some(false) && target_alive && restarts < OBSERVER_RETRIES {
                     // Restarted in place: it stays this daemon's kdamond, whatever
-                    // other kdamonds run meanwhile.
-                    match kd.restart(pid, &thread_ops, &ranges, &attrs) {
+                    // other kdamonds run meanwhile. Targets that exited are left out.
+                    targets.retain(|t| procfs::alive(t.pid));
+                    match kd.restart(&targets, &thread_ops, &attrs) {
                         Ok(()) => {
                             restarts += 1;
                             failures = 0;
@@ -445,7 +467,7 @@ impl Observer {
                 let why = if kd.running() || target_alive {
                     why
                 } else {
-                    "the kdamond stopped (its target exited?)".into()
+                    "the kdamond stopped (its targets exited?)".into()
                 };
                 let _ = tx.send(ObsMsg::Stopped(why));
                 break;
@@ -454,20 +476,28 @@ impl Observer {
         });
         Ok(Observer {
             stop,
-            ranges: shared,
+            targets: shared,
             last_sent,
             rx,
             handle: Some(handle),
-            fixed,
+            fvaddr: ops == "fvaddr",
+            started_ns: clock.elapsed().as_nanos() as Nanos,
         })
     }
 
-    fn update_ranges(&mut self, r: Vec<(u64, u64)>) {
-        if self.fixed && !r.is_empty() && r != self.last_sent {
-            if let Ok(mut g) = self.ranges.lock() {
-                *g = Some(r.clone());
+    /// Hand the thread a new set of targets when it differs from the last one in a
+    /// way the kdamond sees (vaddr: the processes; fvaddr: their ranges too).
+    fn update_targets(&mut self, t: Vec<damon::Target>) {
+        let changed = if self.fvaddr {
+            t != self.last_sent
+        } else {
+            pids_of(&t) != pids_of(&self.last_sent)
+        };
+        if changed && !t.is_empty() {
+            if let Ok(mut g) = self.targets.lock() {
+                *g = Some(t.clone());
             }
-            self.last_sent = r;
+            self.last_sent = t;
         }
     }
 
@@ -485,16 +515,70 @@ impl Drop for Observer {
     }
 }
 
+/// Each process's private anonymous byte ranges `[start, end)`, by OS pid.
+type AnonRanges = Vec<(i32, Vec<(u64, u64)>)>;
+
+/// The DAMON targets of the processes tracked: each with its anonymous ranges
+/// (coalesced so all of them together stay within half of `max_nr_regions`).
+fn damon_targets(ranges: &AnonRanges, max_nr_regions: u32) -> Vec<damon::Target> {
+    let per = ((max_nr_regions / 2) as usize / ranges.len().max(1)).max(1);
+    ranges
+        .iter()
+        .filter(|(_, r)| !r.is_empty())
+        .map(|(pid, r)| damon::Target {
+            pid: *pid,
+            ranges: coalesce(r, per),
+        })
+        .collect()
+}
+
+/// Whose pages are tiered, and how membership is followed.
+enum Members {
+    /// Processes given by pid; they only leave.
+    Pids(Vec<i32>),
+    /// A cgroup v2 subtree: processes join and leave.
+    Cgroup(PathBuf),
+    /// The command `tierkit run` started.
+    Command,
+}
+
 struct Running {
-    pid: i32,
-    /// The command `tierkit run` started (None for `attach`), its name, and how it
-    /// ended once it has.
+    members: Members,
+    /// The command `tierkit run` started (None for `attach`), its pid and name, and
+    /// how it ended once it has.
     child: Option<std::process::Child>,
+    pid: i32,
     name: String,
     status: Option<std::process::ExitStatus>,
 }
 
 impl Running {
+    /// Why tiering must stop because of the targets, if it must: the command or
+    /// every given process exited, or the cgroup was removed.
+    fn ended(&mut self, mech: &LiveMechanisms) -> Option<&'static str> {
+        match &self.members {
+            Members::Command => self.exited().then_some("target-exited"),
+            Members::Pids(pids) => (mech.all_gone() || !pids.iter().any(|&p| procfs::alive(p)))
+                .then_some("target-exited"),
+            Members::Cgroup(dir) => {
+                (!dir.join("cgroup.procs").exists()).then_some("cgroup-removed")
+            }
+        }
+    }
+
+    /// The processes to tier now (None: the cgroup is gone).
+    fn current(&mut self) -> Option<Vec<i32>> {
+        match &self.members {
+            Members::Command => Some(if self.exited() {
+                vec![]
+            } else {
+                vec![self.pid]
+            }),
+            Members::Pids(p) => Some(p.iter().copied().filter(|&p| procfs::alive(p)).collect()),
+            Members::Cgroup(dir) => procfs::cgroup_members(dir).ok(),
+        }
+    }
+
     fn exited(&mut self) -> bool {
         if self.status.is_some() {
             return true;
@@ -508,7 +592,7 @@ impl Running {
                 Ok(None) => false,
                 Err(_) => true,
             },
-            None => !procfs::alive(self.pid),
+            None => false,
         }
     }
 
@@ -546,17 +630,10 @@ const DEFAULT_SAMPLE_PERIOD: u64 = 10_007;
 fn open_sampler(
     pid: i32,
     live: &LiveConfig,
-    mech: &mut LiveMechanisms,
+    periods: [u64; 2],
 ) -> Result<sampler::Sampler, LiveError> {
     let events = sampler::discover(std::path::Path::new(PMU_DEVICES), live.sample_ldlat)
         .map_err(|e| LiveError::usage(format!("memory-access sampling: {e}")))?;
-    let periods = mech.take_sample_periods().unwrap_or([0; 2]).map(|p| {
-        if p == 0 {
-            DEFAULT_SAMPLE_PERIOD
-        } else {
-            p
-        }
-    });
     let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
     let names = names.join(", ");
     sampler::Sampler::open(pid, events, periods).map_err(|e| match e.raw_os_error() {
@@ -634,23 +711,39 @@ impl MoveBackoff {
     }
 }
 
-/// Attach to (or start) the target and tier it until it exits, `--duration-s`
-/// passes, or a signal arrives.
+/// Attach to (or start) the targets and tier them until they exit (a cgroup: until
+/// it is removed), `--duration-s` passes, or a signal arrives.
 pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
-    let target_uid = match &target {
-        Target::Pid(p) => {
-            let st = procfs::read_status(*p)
-                .filter(|s| s.state != 'Z' && s.state != 'X')
-                .ok_or_else(|| {
-                    LiveError::usage(format!(
-                        "no process with pid {p} (give the pid of a running process)"
-                    ))
-                })?;
-            Some(st.uid)
+    let mut target_uids = Vec::new();
+    match &target {
+        Target::Pids(pids) => {
+            if pids.is_empty() {
+                return Err(LiveError::usage("give at least one process id"));
+            }
+            for p in pids {
+                let st = procfs::read_status(*p)
+                    .filter(|s| s.state != 'Z' && s.state != 'X')
+                    .ok_or_else(|| {
+                        LiveError::usage(format!(
+                            "no process with pid {p} (give the pid of a running process)"
+                        ))
+                    })?;
+                target_uids.push(st.uid);
+            }
         }
-        Target::Command(_) => None,
-    };
-    let plan = plan(opts, target_uid)?;
+        Target::Cgroup(dir) => {
+            // Its members are checked as they join: another user's process without
+            // CAP_SYS_PTRACE is left alone with a warning, not an error.
+            procfs::cgroup_members(dir).map_err(|e| {
+                LiveError::usage(format!(
+                    "--cgroup {}: not a cgroup v2 directory ({e}); give a directory under /sys/fs/cgroup",
+                    dir.display()
+                ))
+            })?;
+        }
+        Target::Command(_) => {}
+    }
+    let plan = plan(opts, &target_uids)?;
     let setup = tier_setup(&plan, opts.fast_budget_bytes)?;
     if procfs_numa_balancing_on() {
         eprintln!("tierkit: warning: kernel NUMA balancing is on and migrates pages too; set /proc/sys/kernel/numa_balancing to 0 for the policy alone");
@@ -680,8 +773,16 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         .try_build(&BuildContext::default())
         .map_err(|e| LiveError::usage(format!("policy `{}`: {e}", opts.policy.name())))?;
     let mut running = match target {
-        Target::Pid(p) => Running {
-            pid: p,
+        Target::Pids(p) => Running {
+            pid: p[0],
+            members: Members::Pids(p),
+            child: None,
+            name: String::new(),
+            status: None,
+        },
+        Target::Cgroup(dir) => Running {
+            pid: 0,
+            members: Members::Cgroup(dir),
             child: None,
             name: String::new(),
             status: None,
@@ -693,6 +794,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                 .map_err(|e| LiveError::usage(format!("cannot start `{}`: {e}", cmd[0])))?;
             Running {
                 pid: child.id() as i32,
+                members: Members::Command,
                 child: Some(child),
                 name: cmd[0].clone(),
                 status: None,
@@ -705,7 +807,13 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         rate_pages_per_s: live.rate_pages_per_s,
         max_queue_pages: ((live.rate_pages_per_s * live.queue_s) as usize).max(live.batch_pages),
     };
-    let mut mech = LiveMechanisms::new(running.pid, setup, limits, live.seed, opts.dry_run);
+    let mut mech = LiveMechanisms::new(setup, limits, live.seed, opts.dry_run);
+    let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
+    let mut members = Membership {
+        caps: caps::effective(),
+        my_uid: me,
+        refused: Vec::new(),
+    };
     let cpu0 = stats::process_cpu_ns();
     let wants_alloc = policy.requirements().page_alloc_events;
     let interval_ns = live.interval_ms * NS_PER_MS;
@@ -721,7 +829,9 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     let mut started = !plan.needs_damon;
     let mut first_snap: Option<Nanos> = None;
     let mut backoff = MoveBackoff::default();
-    let mut pebs: Option<sampler::Sampler> = None;
+    let mut samplers: Vec<(Pid, sampler::Sampler)> = Vec::new();
+    let mut periods = [DEFAULT_SAMPLE_PERIOD; 2];
+    members.sync(&mut running, &mut mech, None);
     if started {
         policy.init(&mut mech);
     }
@@ -737,59 +847,73 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
             end_reason = "duration";
             break;
         }
-        if running.exited() || mech.target_gone() {
-            end_reason = "target-exited";
+        if let Some(why) = running.ended(&mech) {
+            end_reason = why;
             break;
         }
         if let Some(o) = &observer {
             inbox.extend(o.rx.try_iter());
         }
-        if plan.needs_sampling && started && pebs.is_none() {
-            match open_sampler(running.pid, live, &mut mech) {
-                Ok(s) => pebs = Some(s),
-                Err(_) if running.exited() || !procfs::alive(running.pid) => {
-                    end_reason = "target-exited";
-                    break;
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    end_reason = "error";
-                    break;
-                }
-            }
-        }
-        // PEBS/IBS samples since the last pass, each a `Sample` event; the periods
-        // the policy set (MEMTIS adjusts them to its CPU budget) go to the events.
-        if let Some(s) = &mut pebs {
-            if let Some([loads, stores]) = mech.take_sample_periods() {
-                if loads > 0 {
-                    s.set_period(SampleKind::LlcLoadMiss, loads);
-                }
-                if stores > 0 {
-                    s.set_period(SampleKind::Store, stores);
-                }
-            }
-            let samples = s.poll();
-            mech.counters.samples_lost = s.lost;
-            if !samples.is_empty() {
-                floor = floor.max(mech.elapsed());
-                mech.set_time(Some(floor));
-                for raw in &samples {
-                    if let Some(ev) = mech.sample_event(raw) {
-                        policy.on_event(&Event::Sample(ev), &mut mech);
+        if plan.needs_sampling && started {
+            // The periods the policy set (MEMTIS adjusts them to its CPU budget) go
+            // to every event, and each tracked process gets its events.
+            if let Some(p) = mech.take_sample_periods() {
+                for (kind, i) in [(SampleKind::LlcLoadMiss, 0), (SampleKind::Store, 1)] {
+                    if p[i] > 0 {
+                        periods[i] = p[i];
+                        for (_, s) in &mut samplers {
+                            s.set_period(kind, p[i]);
+                        }
                     }
                 }
-                mech.set_time(None);
+            }
+            samplers.retain(|(pid, _)| mech.is_live(*pid));
+            let mut open_failed = None;
+            for (pid, os_pid) in mech.live_processes() {
+                if samplers.iter().any(|(p, _)| *p == pid) {
+                    continue;
+                }
+                match open_sampler(os_pid, live, periods) {
+                    Ok(s) => samplers.push((pid, s)),
+                    Err(_) if !procfs::alive(os_pid) => {}
+                    Err(e) => {
+                        open_failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = open_failed {
+                failure = Some(e);
+                end_reason = "error";
+                break;
             }
         }
+        // PEBS/IBS samples since the last pass, each a `Sample` event.
+        for (pid, s) in &mut samplers {
+            let samples = s.poll();
+            if samples.is_empty() {
+                continue;
+            }
+            floor = floor.max(mech.elapsed());
+            mech.set_time(Some(floor));
+            for raw in &samples {
+                if let Some(ev) = mech.sample_event(*pid, raw) {
+                    policy.on_event(&Event::Sample(ev), &mut mech);
+                }
+            }
+            mech.set_time(None);
+        }
+        mech.counters.samples_lost = samplers.iter().map(|(_, s)| s.lost).sum();
         if !started {
             // Snapshots before the start only feed the access view (nothing is armed).
             let mut rest = Vec::new();
             for m in inbox.drain(..) {
                 match m {
                     ObsMsg::Snap(s) => {
-                        first_snap.get_or_insert(s.end_ns);
-                        mech.add_snapshot(s);
+                        let t = s.first().map_or(now, |(_, x)| x.end_ns);
+                        first_snap.get_or_insert(t);
+                        let snaps = by_policy_pid(&mech, s);
+                        mech.add_snapshots(snaps);
                     }
                     other => rest.push(other),
                 }
@@ -799,47 +923,43 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                 started = true;
                 policy.init(&mut mech);
                 next_refresh = now;
-            } else if now > WARMUP_LIMIT_NS + live.warmup_ms * NS_PER_MS && first_snap.is_none() {
+            } else if first_snap.is_none()
+                && observer.as_ref().is_some_and(|o| {
+                    now > o.started_ns + WARMUP_LIMIT_NS + live.warmup_ms * NS_PER_MS
+                })
+            {
                 failure = Some(LiveError::runtime(format!(
-                    "no DAMON snapshot within {} s of attaching",
+                    "no DAMON snapshot within {} s of starting the kdamond",
                     WARMUP_LIMIT_NS / NS_PER_SEC
                 )));
                 end_reason = "error";
                 break;
             } else if observer.is_none() {
-                // Start the kdamond as soon as the target has anonymous memory.
-                match procfs::read_maps(running.pid) {
-                    Ok(maps) => {
-                        let r = coalesce(
-                            &procfs::anon_ranges(&maps),
-                            (live.damon_max_nr_regions / 2).max(1) as usize,
-                        );
-                        if !r.is_empty() {
-                            match Observer::start(
-                                running.pid,
-                                &plan.damon_ops,
-                                r,
-                                live,
-                                mech_clock(&mech),
-                            ) {
-                                Ok(o) => observer = Some(o),
-                                Err(_) if running.exited() => {
-                                    end_reason = "target-exited";
-                                    break;
-                                }
-                                Err(e) => {
-                                    failure = Some(e);
-                                    end_reason = "error";
-                                    break;
-                                }
-                            }
+                // Start the kdamond as soon as a target has anonymous memory.
+                members.sync(&mut running, &mut mech, None);
+                let ranges: AnonRanges = mech
+                    .live_processes()
+                    .into_iter()
+                    .filter_map(|(_, os)| {
+                        procfs::read_maps(os)
+                            .ok()
+                            .map(|m| (os, procfs::anon_ranges(&m)))
+                    })
+                    .collect();
+                let t = damon_targets(&ranges, live.damon_max_nr_regions);
+                if !t.is_empty() {
+                    match Observer::start(t, &plan.damon_ops, live, mech_clock(&mech)) {
+                        Ok(o) => observer = Some(o),
+                        Err(_) if running.ended(&mech).is_some() => {
+                            end_reason = "target-exited";
+                            break;
+                        }
+                        Err(e) => {
+                            failure = Some(e);
+                            end_reason = "error";
+                            break;
                         }
                     }
-                    Err(_) if running.exited() || !procfs::alive(running.pid) => {
-                        end_reason = "target-exited";
-                        break;
-                    }
-                    Err(_) => {}
                 }
             }
         }
@@ -849,10 +969,11 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         for msg in inbox.drain(..) {
             match msg {
                 ObsMsg::Snap(s) => {
-                    for (t, vpn, tier, armed_at) in mech.add_snapshot(s) {
+                    let snaps = by_policy_pid(&mech, s);
+                    for (t, pid, vpn, tier, armed_at) in mech.add_snapshots(snaps) {
                         floor = floor.max(t);
                         let f = HintFault {
-                            pid: Pid(0),
+                            pid,
                             vpn,
                             tier,
                             huge: false,
@@ -869,15 +990,27 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
             }
         }
         if let Some(why) = stopped {
-            if running.exited() || !procfs::alive(running.pid) {
-                end_reason = "target-exited";
+            if let Some(r) = running.ended(&mech) {
+                end_reason = r;
                 break;
             }
-            failure = Some(LiveError::runtime(format!(
-                "accessed-bit monitor stopped: {why}"
-            )));
-            end_reason = "error";
-            break;
+            let any_alive = mech
+                .live_processes()
+                .iter()
+                .any(|&(_, os)| procfs::alive(os));
+            if !any_alive {
+                // Every process it watched left (a cgroup that emptied): a new
+                // kdamond starts once processes with memory are back.
+                if let Some(mut o) = observer.take() {
+                    o.shutdown();
+                }
+            } else {
+                failure = Some(LiveError::runtime(format!(
+                    "accessed-bit monitor stopped: {why}"
+                )));
+                end_reason = "error";
+                break;
+            }
         }
         if !started {
             match &observer {
@@ -896,6 +1029,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         if now >= next_refresh {
             let per_interval =
                 (live.rate_pages_per_s * live.interval_ms / 1000).max(live.batch_pages as u64);
+            members.sync(&mut running, &mut mech, Some(policy.as_mut()));
             match refresh(
                 &mut mech,
                 policy.as_mut(),
@@ -906,47 +1040,39 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
             ) {
                 Ok(ranges) => {
                     if plan.needs_damon {
-                        let r = coalesce(&ranges, (live.damon_max_nr_regions / 2).max(1) as usize);
+                        let t = damon_targets(&ranges, live.damon_max_nr_regions);
                         match &mut observer {
-                            Some(o) => o.update_ranges(r),
-                            None if !r.is_empty() => match Observer::start(
-                                running.pid,
-                                &plan.damon_ops,
-                                r,
-                                live,
-                                mech_clock(&mech),
-                            ) {
-                                Ok(o) => observer = Some(o),
-                                Err(e) => {
-                                    if running.exited() {
-                                        end_reason = "target-exited";
+                            Some(o) => o.update_targets(t),
+                            None if !t.is_empty() => {
+                                match Observer::start(t, &plan.damon_ops, live, mech_clock(&mech)) {
+                                    Ok(o) => observer = Some(o),
+                                    Err(e) => {
+                                        if let Some(r) = running.ended(&mech) {
+                                            end_reason = r;
+                                            break;
+                                        }
+                                        failure = Some(e);
+                                        end_reason = "error";
                                         break;
                                     }
-                                    failure = Some(e);
-                                    end_reason = "error";
-                                    break;
                                 }
-                            },
+                            }
                             None => {}
                         }
                     }
                 }
-                Err(None) => {
-                    end_reason = "target-exited";
-                    break;
-                }
-                Err(Some(e)) => {
+                Err(e) => {
                     failure = Some(e);
                     end_reason = "error";
                     break;
                 }
             }
-            if let Some(s) = &mut pebs {
+            for (_, s) in &mut samplers {
                 // Threads started since the last refresh get their events too.
                 let _ = s.rescan();
             }
             next_refresh = (next_refresh + interval_ns).max(now + interval_ns / 2);
-            last_line = line(&mech, observer.is_some(), cpu0);
+            last_line = line(&mech, cpu0);
             emit(
                 &last_line,
                 &mut stats_file,
@@ -970,26 +1096,32 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         // One migration batch if the rate cap allows (and no failure is being waited out).
         let now = mech.elapsed();
         if backoff.ready(now) {
-            match mech.flush_moves(now) {
-                Ok(n) if n > 0 => backoff.succeeded(),
-                Ok(_) => {}
-                Err(e) => match move_failure(e, running.pid) {
-                    MoveFailure::TargetGone => {
-                        end_reason = "target-exited";
-                        break;
+            let flush = mech.flush_moves(now);
+            let mut retry = None;
+            let mut fatal = None;
+            for (pid, e) in flush.failed {
+                let os_pid = mech.os_pid(pid).unwrap_or(0);
+                match move_failure(e, os_pid) {
+                    // The mechanisms stopped tracking it; its pages leave the policy.
+                    MoveFailure::TargetGone => process_left(&mut mech, policy.as_mut(), pid),
+                    MoveFailure::Fatal(err) => fatal = Some(err),
+                    MoveFailure::Retry(why) => retry = Some(why),
+                }
+            }
+            if let Some(err) = fatal {
+                failure = Some(err);
+                end_reason = "error";
+                break;
+            }
+            match retry {
+                Some(why) => {
+                    mech.counters.move_call_failures += 1;
+                    if let Some(line) = backoff.failed(now, why) {
+                        eprintln!("tierkit: {line}");
                     }
-                    MoveFailure::Fatal(err) => {
-                        failure = Some(err);
-                        end_reason = "error";
-                        break;
-                    }
-                    MoveFailure::Retry(why) => {
-                        mech.counters.move_call_failures += 1;
-                        if let Some(line) = backoff.failed(now, why) {
-                            eprintln!("tierkit: {line}");
-                        }
-                    }
-                },
+                }
+                None if flush.pages > 0 => backoff.succeeded(),
+                None => {}
             }
         }
         // Sleep until the next thing to do (or a snapshot arrives).
@@ -1034,7 +1166,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         0
     };
     let command_status = running.wait_for_command(&why, signal);
-    let mut last = line(&mech, false, cpu0);
+    let mut last = line(&mech, cpu0);
     last.damon_regions = last_line.damon_regions;
     emit(
         &last,
@@ -1044,12 +1176,15 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         opts.policy.name(),
     );
     let c = &mech.counters;
+    let pids: Vec<i32> = mech.process_stats().iter().map(|p| p.pid).collect();
     let summary = Summary {
         policy: opts.policy.name().to_string(),
         policy_config: serde_json::to_value(&opts.policy).unwrap_or_default(),
         live_config: serde_json::to_value(&opts.live).unwrap_or_default(),
         facility: plan.facility.clone(),
-        pid: running.pid,
+        pid: pids.first().copied().unwrap_or(running.pid),
+        pids,
+        refused_pids: members.refused.clone(),
         nodes: plan.nodes,
         dry_run: opts.dry_run,
         end_reason: end_reason.to_string(),
@@ -1090,6 +1225,84 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     }
 }
 
+/// A DAMON read's snapshots keyed by policy pid (processes no longer tracked are
+/// dropped).
+fn by_policy_pid(mech: &LiveMechanisms, snaps: Vec<(i32, Snapshot)>) -> Vec<(Pid, Snapshot)> {
+    let live = mech.live_processes();
+    snaps
+        .into_iter()
+        .filter_map(|(os, s)| live.iter().find(|(_, o)| *o == os).map(|(p, _)| (*p, s)))
+        .collect()
+}
+
+/// Keeps the processes tracked in step with the targets: processes that joined are
+/// added (after the privilege check a later joiner of a cgroup must pass too), and
+/// those that left are removed, with Munmap events for their pages.
+struct Membership {
+    caps: caps::CapSet,
+    my_uid: u32,
+    /// Processes of a cgroup left alone: another user's, without CAP_SYS_PTRACE.
+    refused: Vec<i32>,
+}
+
+impl Membership {
+    fn sync(
+        &mut self,
+        running: &mut Running,
+        mech: &mut LiveMechanisms,
+        mut policy: Option<&mut dyn Policy>,
+    ) {
+        let Some(now) = running.current() else {
+            return;
+        };
+        for (pid, os) in mech.live_processes() {
+            if !now.contains(&os) || !procfs::alive(os) {
+                match policy.as_deref_mut() {
+                    Some(p) => process_left(mech, p, pid),
+                    None => {
+                        mech.remove_process(pid);
+                    }
+                }
+            }
+        }
+        for os in now {
+            if self.refused.contains(&os) || mech.live_processes().iter().any(|&(_, o)| o == os) {
+                continue;
+            }
+            let uid = procfs::read_status(os).map(|s| s.uid);
+            if let Some(uid) = uid {
+                if check_privileges("", false, self.caps, self.my_uid, Some(uid)).is_err() {
+                    eprintln!(
+                        "tierkit: warning: pid {os} belongs to uid {uid}; without CAP_SYS_PTRACE its pages are left alone"
+                    );
+                    self.refused.push(os);
+                    continue;
+                }
+            }
+            mech.add_process(os);
+        }
+    }
+}
+
+/// Process `pid` left (exited, left the cgroup, or was found gone): stop tracking it
+/// and tell the policy its memory is gone.
+fn process_left(mech: &mut LiveMechanisms, policy: &mut dyn Policy, pid: Pid) {
+    let ranges = mech.remove_process(pid);
+    mech.set_time(Some(mech.elapsed()));
+    for (start_vpn, nr_pages) in ranges {
+        policy.on_event(
+            &Event::Munmap {
+                pid,
+                start_vpn,
+                nr_pages,
+                kind: VmaKind::Anon,
+            },
+            mech,
+        );
+    }
+    mech.set_time(None);
+}
+
 fn mech_clock(mech: &LiveMechanisms) -> Instant {
     Instant::now() - Duration::from_nanos(mech.elapsed())
 }
@@ -1098,8 +1311,9 @@ fn procfs_numa_balancing_on() -> bool {
     crate::sys::read_trim("/proc/sys/kernel/numa_balancing").is_some_and(|m| m != "0")
 }
 
-/// One placement refresh; returns the target's anon byte ranges. `Err(None)`: the
-/// target is gone.
+/// One placement refresh of every tracked process, then the budget and the
+/// watermark; returns each live process's anonymous byte ranges, by OS pid. A
+/// process found gone leaves the policy's view; only what nothing can fix is an error.
 fn refresh(
     mech: &mut LiveMechanisms,
     policy: &mut dyn Policy,
@@ -1107,82 +1321,96 @@ fn refresh(
     floor: &mut Nanos,
     needs_damon: bool,
     budget_per_interval: u64,
-) -> Result<Vec<(u64, u64)>, Option<LiveError>> {
-    let pid = mech.pid;
-    let maps = match procfs::read_maps(pid) {
-        Ok(m) => m,
-        Err(_) if !procfs::alive(pid) => return Err(None),
-        Err(e) => {
-            return Err(Some(LiveError::runtime(format!(
-                "cannot read /proc/{pid}/maps: {e}"
-            ))))
-        }
-    };
-    let ranges = procfs::anon_ranges(&maps);
-    let r = match mech.refresh_placement(&ranges) {
-        Ok(r) => r,
-        Err(e) => match move_failure(e, pid) {
-            MoveFailure::TargetGone => return Err(None),
-            MoveFailure::Fatal(err) => return Err(Some(err)),
-            // The policy keeps the view of the last refresh until the next one.
-            MoveFailure::Retry(_) => {
-                mech.counters.move_call_failures += 1;
-                return Ok(ranges);
+) -> Result<AnonRanges, LiveError> {
+    let mut out = Vec::new();
+    for (pid, os_pid) in mech.live_processes() {
+        let maps = match procfs::read_maps(os_pid) {
+            Ok(m) => m,
+            Err(_) if !procfs::alive(os_pid) => {
+                process_left(mech, policy, pid);
+                continue;
             }
-        },
-    };
+            Err(e) => {
+                return Err(LiveError::runtime(format!(
+                    "cannot read /proc/{os_pid}/maps: {e}"
+                )))
+            }
+        };
+        let ranges = procfs::anon_ranges(&maps);
+        let r = match mech.refresh_placement(pid, &ranges) {
+            Ok(r) => r,
+            Err(e) => match move_failure(e, os_pid) {
+                MoveFailure::TargetGone => {
+                    process_left(mech, policy, pid);
+                    continue;
+                }
+                MoveFailure::Fatal(err) => return Err(err),
+                // The policy keeps the view of the last refresh until the next one.
+                MoveFailure::Retry(_) => {
+                    mech.counters.move_call_failures += 1;
+                    out.push((os_pid, ranges));
+                    continue;
+                }
+            },
+        };
+        let now = mech.elapsed().max(*floor);
+        *floor = now;
+        mech.set_time(Some(now));
+        for &(start_vpn, nr_pages) in &r.munmaps {
+            policy.on_event(
+                &Event::Munmap {
+                    pid,
+                    start_vpn,
+                    nr_pages,
+                    kind: VmaKind::Anon,
+                },
+                mech,
+            );
+        }
+        for &(start_vpn, nr_pages) in &r.mmaps {
+            let vma = Vma {
+                start_vpn,
+                nr_pages,
+                kind: VmaKind::Anon,
+            };
+            policy.on_event(&Event::Mmap { pid, vma }, mech);
+        }
+        if wants_alloc {
+            for &(vpn, tier) in &r.allocs {
+                policy.on_event(
+                    &Event::PageAlloc {
+                        pid,
+                        vpn,
+                        tier,
+                        huge: false,
+                    },
+                    mech,
+                );
+            }
+        }
+        mech.set_time(None);
+        out.push((os_pid, ranges));
+    }
     let [f, s] = mech.setup().nodes;
     let free = |n: u32| numa::node_meminfo(n).1 * 1024 / PAGE_SIZE;
     mech.set_node_free([free(f), free(s)]);
     let now = mech.elapsed().max(*floor);
     *floor = now;
     mech.set_time(Some(now));
-    for &(start_vpn, nr_pages) in &r.munmaps {
-        policy.on_event(
-            &Event::Munmap {
-                pid: Pid(0),
-                start_vpn,
-                nr_pages,
-                kind: VmaKind::Anon,
-            },
-            mech,
-        );
-    }
-    for &(start_vpn, nr_pages) in &r.mmaps {
-        let vma = Vma {
-            start_vpn,
-            nr_pages,
-            kind: VmaKind::Anon,
-        };
-        policy.on_event(&Event::Mmap { pid: Pid(0), vma }, mech);
-    }
-    if wants_alloc {
-        for &(vpn, tier) in &r.allocs {
-            policy.on_event(
-                &Event::PageAlloc {
-                    pid: Pid(0),
-                    vpn,
-                    tier,
-                    huge: false,
-                },
-                mech,
-            );
-        }
-    }
     // Rank by coldness only once DAMON has answered (else the first, blind pass
     // would pick by address: the hot set as likely as any), and at most what the rate
     // cap moves in one interval, so each interval ranks again with fresh snapshots.
-    if !needs_damon || mech.access.latest().is_some() {
+    if !needs_damon || mech.has_snapshot() {
         mech.enforce_budget(budget_per_interval);
     }
     if mech.free_pages(TierId::FAST) < mech.watermarks(TierId::FAST).low {
         policy.on_event(&Event::LowWatermark { tier: TierId::FAST }, mech);
     }
     mech.set_time(None);
-    Ok(ranges)
+    Ok(out)
 }
 
-fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
+fn line(mech: &LiveMechanisms, cpu0: u64) -> IntervalStats {
     let c = &mech.counters;
     let [fast, slow] = mech.tier_pages();
     IntervalStats {
@@ -1206,9 +1434,9 @@ fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
         young_tests: c.young_tests,
         armed_ptes: c.armed_ptes,
         allocated_pages: c.allocated_pages,
-        damon_snapshots: mech.access.nr_snapshots,
+        damon_snapshots: mech.nr_snapshots,
         damon_restarts: c.damon_restarts,
-        damon_regions: mech.access.latest().map_or(0, |s| s.regions.len() as u64),
+        damon_regions: mech.latest_regions(),
         move_calls: c.move_calls,
         move_call_failures: c.move_call_failures,
         queried_pages: c.queried_pages,
@@ -1217,6 +1445,7 @@ fn line(mech: &LiveMechanisms, _damon_on: bool, cpu0: u64) -> IntervalStats {
         samples_lost: c.samples_lost,
         dry_run_pages: c.dry_run_pages,
         daemon_cpu_ns: stats::process_cpu_ns().saturating_sub(cpu0),
+        processes: mech.process_stats(),
     }
 }
 

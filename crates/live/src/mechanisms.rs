@@ -1,4 +1,5 @@
-//! [`LiveMechanisms`]: `tierkit_core::Mechanisms` for one real Linux process.
+//! [`LiveMechanisms`]: `tierkit_core::Mechanisms` for real Linux processes (one or
+//! several, sharing the fast tier).
 //!
 //! | mechanism | live facility | what is lost |
 //! |---|---|---|
@@ -7,7 +8,7 @@
 //! | `PageAlloc` | pages that became present between two queries | the exact first-touch time (one interval) |
 //! | `test_and_clear_young` | DAMON region snapshots ([`crate::access`]) | region granularity, probabilistic within a region, ≤ one aggregation of lag |
 //! | `arm_hint_fault`, `arm_range`, `HintFault` | armed pages watched through the same snapshots | no PROT_NONE, no fault stall; fault time estimated inside an aggregation window; `write` always false |
-//! | `set_sample_period` | none (policies that need it are refused) | — |
+//! | `Sample`, `set_sample_period` | PEBS/IBS through perf_event_open(2) ([`crate::sys::sampler`]), `PERF_EVENT_IOC_PERIOD` | samples arrive at the next poll; never run on hardware here (no PMU) |
 //! | `migrate`, `exchange` | queued, move_pages(2) `MPOL_MF_MOVE` in bounded batches under a rate cap | the move happens after the call returns; failures (EBUSY...) are counted and the cache corrected |
 //! | `split_huge`, `collapse_huge` | unsupported (`None` / `NotPresent`) | all huge-page management |
 //! | `free_pages`, `watermarks`, `LowWatermark` | the fast budget (or the node's MemFree) and `/proc/zoneinfo` | allocation-time wake-ups: checked once per interval |
@@ -15,6 +16,7 @@
 
 use crate::access::{fault_time, AccessView, Rng, Snapshot};
 use crate::mover::{Move, Mover, MoverLimits};
+use crate::stats::ProcessStats;
 use crate::sys::move_pages::{self, CallError, PageStatus};
 use crate::sys::procfs;
 use serde::Serialize;
@@ -169,143 +171,42 @@ pub fn subtract(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
     out
 }
 
-/// The live implementation of the mechanisms for one target process (policy pid 0).
-pub struct LiveMechanisms {
-    /// Target OS pid.
-    pub pid: i32,
-    start: Instant,
-    time_override: Option<Nanos>,
-    setup: TierSetup,
-    node_free: [u64; 2],
+/// Counters of one tiered process (cumulative since it was first tracked).
+#[derive(Debug, Clone, Default)]
+struct ProcessCounters {
+    promoted_pages: u64,
+    demoted_pages: u64,
+    migrate_failures: u64,
+    hint_faults: u64,
+}
+
+/// One tiered process: the placement of its pages, its armed and tested pages, and
+/// its DAMON view. Its index in [`LiveMechanisms`] is its policy [`Pid`].
+#[derive(Debug, Clone)]
+struct Process {
+    os_pid: i32,
     vmas: Vec<VmaCache>,
     counts: [u64; 2],
     other_pages: u64,
     armed: BTreeMap<Vpn, Nanos>,
     tested: HashMap<Vpn, Nanos>,
-    /// Region snapshots from DAMON.
-    pub access: AccessView,
-    /// Queued moves.
-    pub mover: Mover,
-    timers: BinaryHeap<Reverse<(Nanos, u64, TimerId)>>,
-    timer_seq: u64,
-    rng: Rng,
-    /// Counters.
-    pub counters: Counters,
-    dry_run: bool,
+    access: AccessView,
     gone: bool,
-    /// The sample periods the policy asked for (loads, stores), and whether they
-    /// changed since the daemon last applied them to its sampler.
-    sample_periods: [u64; 2],
-    periods_changed: bool,
+    counters: ProcessCounters,
 }
 
-impl LiveMechanisms {
-    /// Mechanisms for `pid` with the clock starting now.
-    pub fn new(
-        pid: i32,
-        setup: TierSetup,
-        limits: MoverLimits,
-        seed: u64,
-        dry_run: bool,
-    ) -> LiveMechanisms {
-        LiveMechanisms {
-            pid,
-            start: Instant::now(),
-            time_override: None,
-            setup,
-            node_free: [u64::MAX; 2],
+impl Process {
+    fn new(os_pid: i32) -> Process {
+        Process {
+            os_pid,
             vmas: Vec::new(),
             counts: [0; 2],
             other_pages: 0,
             armed: BTreeMap::new(),
             tested: HashMap::new(),
             access: AccessView::default(),
-            mover: Mover::new(limits),
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
-            rng: Rng(seed),
-            counters: Counters::default(),
-            dry_run,
             gone: false,
-            sample_periods: [0; 2],
-            periods_changed: false,
-        }
-    }
-
-    /// The `Sample` event of a PEBS/IBS sample, or None (counted) when its page is
-    /// not a tracked, resident page of the target.
-    pub fn sample_event(&mut self, s: &crate::sys::sampler::RawSample) -> Option<Sample> {
-        let vpn = s.addr >> PAGE_SHIFT;
-        let tier = self.tier_of(vpn);
-        if tier > 1 {
-            self.counters.samples_dropped += 1;
-            return None;
-        }
-        self.counters.samples += 1;
-        Some(Sample {
-            pid: Pid(0),
-            vpn,
-            tier: TierId(tier),
-            huge: false,
-            kind: s.kind,
-        })
-    }
-
-    /// The sample periods (loads, stores) the policy set, if they changed since the
-    /// last call.
-    pub fn take_sample_periods(&mut self) -> Option<[u64; 2]> {
-        std::mem::take(&mut self.periods_changed).then_some(self.sample_periods)
-    }
-
-    /// Real time since attach, ns.
-    pub fn elapsed(&self) -> Nanos {
-        self.start.elapsed().as_nanos() as Nanos
-    }
-
-    /// Make `now()` return `t` (a timer's deadline, a fault's time) until cleared.
-    pub fn set_time(&mut self, t: Option<Nanos>) {
-        self.time_override = t;
-    }
-
-    /// Pages of the target per tier `[fast, slow]`, queued moves counted as done.
-    pub fn tier_pages(&self) -> [u64; 2] {
-        self.counts
-    }
-
-    /// Pages on other nodes.
-    pub fn other_pages(&self) -> u64 {
-        self.other_pages
-    }
-
-    /// The tier setup.
-    pub fn setup(&self) -> &TierSetup {
-        &self.setup
-    }
-
-    /// The target vanished (ESRCH).
-    pub fn target_gone(&self) -> bool {
-        self.gone
-    }
-
-    /// Update the nodes' free pages (from their meminfo).
-    pub fn set_node_free(&mut self, free_pages: [u64; 2]) {
-        self.node_free = free_pages;
-    }
-
-    /// The earliest pending timer.
-    pub fn next_timer(&self) -> Option<Nanos> {
-        self.timers.peek().map(|Reverse((at, _, _))| *at)
-    }
-
-    /// Pop the earliest timer if it is due at `now`.
-    pub fn pop_due_timer(&mut self, now: Nanos) -> Option<(Nanos, TimerId)> {
-        match self.timers.peek() {
-            Some(Reverse((at, _, _))) if *at <= now => {
-                let Reverse((at, _, id)) = self.timers.pop().expect("peeked");
-                self.counters.timers += 1;
-                Some((at, id))
-            }
-            _ => None,
+            counters: ProcessCounters::default(),
         }
     }
 
@@ -344,6 +245,242 @@ impl LiveMechanisms {
         }
     }
 
+    fn ranges(&self) -> Vec<(Vpn, Vpn)> {
+        self.vmas.iter().map(|v| (v.start, v.end())).collect()
+    }
+}
+
+/// What one [`LiveMechanisms::flush_moves`] did.
+#[derive(Debug, Default)]
+pub struct Flush {
+    /// Pages handed to move_pages(2) (or counted, under `--dry-run`).
+    pub pages: usize,
+    /// Calls that failed as a whole, per process (their moves were reverted).
+    pub failed: Vec<(Pid, CallError)>,
+}
+
+/// The live implementation of the mechanisms for the processes tiered. A process's
+/// policy [`Pid`] is the order in which it was added (0 for the first); a process that
+/// leaves keeps its number, so a pid is never reused for another process.
+pub struct LiveMechanisms {
+    procs: Vec<Process>,
+    start: Instant,
+    time_override: Option<Nanos>,
+    setup: TierSetup,
+    node_free: [u64; 2],
+    /// Queued moves.
+    pub mover: Mover,
+    timers: BinaryHeap<Reverse<(Nanos, u64, TimerId)>>,
+    timer_seq: u64,
+    rng: Rng,
+    /// Counters.
+    pub counters: Counters,
+    /// DAMON aggregations read (one read covers every process).
+    pub nr_snapshots: u64,
+    dry_run: bool,
+    /// The sample periods the policy asked for (loads, stores), and whether they
+    /// changed since the daemon last applied them to its sampler.
+    sample_periods: [u64; 2],
+    periods_changed: bool,
+}
+
+impl LiveMechanisms {
+    /// Mechanisms with no process yet, the clock starting now.
+    pub fn new(setup: TierSetup, limits: MoverLimits, seed: u64, dry_run: bool) -> LiveMechanisms {
+        LiveMechanisms {
+            procs: Vec::new(),
+            start: Instant::now(),
+            time_override: None,
+            setup,
+            node_free: [u64::MAX; 2],
+            mover: Mover::new(limits),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            rng: Rng(seed),
+            counters: Counters::default(),
+            nr_snapshots: 0,
+            dry_run,
+            sample_periods: [0; 2],
+            periods_changed: false,
+        }
+    }
+
+    /// Track OS process `os_pid` (the one already tracked under that pid if it is
+    /// still there); returns its policy pid. Its pages appear at its first refresh.
+    pub fn add_process(&mut self, os_pid: i32) -> Pid {
+        if let Some(i) = self
+            .procs
+            .iter()
+            .position(|p| p.os_pid == os_pid && !p.gone)
+        {
+            return Pid(i as u32);
+        }
+        self.procs.push(Process::new(os_pid));
+        Pid(self.procs.len() as u32 - 1)
+    }
+
+    /// The OS pid of policy pid `pid`.
+    pub fn os_pid(&self, pid: Pid) -> Option<i32> {
+        self.procs.get(pid.0 as usize).map(|p| p.os_pid)
+    }
+
+    /// Processes still tracked: `(policy pid, OS pid)`.
+    pub fn live_processes(&self) -> Vec<(Pid, i32)> {
+        self.procs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.gone)
+            .map(|(i, p)| (Pid(i as u32), p.os_pid))
+            .collect()
+    }
+
+    /// Stop tracking `pid` (it exited, or left the cgroup): its queued moves and
+    /// armed pages are dropped and its pages no longer count. Returns the page
+    /// ranges `(start, nr_pages)` it had, for the policy's Munmap events.
+    pub fn remove_process(&mut self, pid: Pid) -> Vec<(Vpn, u64)> {
+        let Some(p) = self.procs.get_mut(pid.0 as usize) else {
+            return Vec::new();
+        };
+        if p.gone {
+            return Vec::new();
+        }
+        p.gone = true;
+        let ranges: Vec<(Vpn, u64)> = p
+            .vmas
+            .iter()
+            .map(|v| (v.start, v.tiers.len() as u64))
+            .collect();
+        p.vmas.clear();
+        p.counts = [0; 2];
+        p.other_pages = 0;
+        p.armed.clear();
+        p.tested.clear();
+        for &(s, n) in &ranges {
+            self.mover.forget_range(pid, s, s + n);
+        }
+        ranges
+    }
+
+    /// Every process added is gone (none was added: false).
+    pub fn all_gone(&self) -> bool {
+        !self.procs.is_empty() && self.procs.iter().all(|p| p.gone)
+    }
+
+    /// Whether `pid` is tracked and present.
+    pub fn is_live(&self, pid: Pid) -> bool {
+        self.procs.get(pid.0 as usize).is_some_and(|p| !p.gone)
+    }
+
+    /// Each process's figures for the stats line, in policy-pid order.
+    pub fn process_stats(&self) -> Vec<ProcessStats> {
+        self.procs
+            .iter()
+            .map(|p| ProcessStats {
+                pid: p.os_pid,
+                fast_pages: p.counts[0],
+                slow_pages: p.counts[1],
+                other_node_pages: p.other_pages,
+                promoted_pages: p.counters.promoted_pages,
+                demoted_pages: p.counters.demoted_pages,
+                migrate_failures: p.counters.migrate_failures,
+                hint_faults: p.counters.hint_faults,
+                gone: p.gone,
+            })
+            .collect()
+    }
+
+    /// The `Sample` event of a PEBS/IBS sample taken in process `pid`, or None
+    /// (counted) when its page is not a tracked, resident page of it.
+    pub fn sample_event(&mut self, pid: Pid, s: &crate::sys::sampler::RawSample) -> Option<Sample> {
+        let vpn = s.addr >> PAGE_SHIFT;
+        let tier = match self.procs.get(pid.0 as usize) {
+            Some(p) if !p.gone => p.tier_of(vpn),
+            _ => NOT_PRESENT,
+        };
+        if tier > 1 {
+            self.counters.samples_dropped += 1;
+            return None;
+        }
+        self.counters.samples += 1;
+        Some(Sample {
+            pid,
+            vpn,
+            tier: TierId(tier),
+            huge: false,
+            kind: s.kind,
+        })
+    }
+
+    /// The sample periods (loads, stores) the policy set, if they changed since the
+    /// last call.
+    pub fn take_sample_periods(&mut self) -> Option<[u64; 2]> {
+        std::mem::take(&mut self.periods_changed).then_some(self.sample_periods)
+    }
+
+    /// Real time since attach, ns.
+    pub fn elapsed(&self) -> Nanos {
+        self.start.elapsed().as_nanos() as Nanos
+    }
+
+    /// Make `now()` return `t` (a timer's deadline, a fault's time) until cleared.
+    pub fn set_time(&mut self, t: Option<Nanos>) {
+        self.time_override = t;
+    }
+
+    /// Pages of all tracked processes per tier `[fast, slow]`, queued moves counted
+    /// as done.
+    pub fn tier_pages(&self) -> [u64; 2] {
+        self.procs
+            .iter()
+            .fold([0; 2], |[f, s], p| [f + p.counts[0], s + p.counts[1]])
+    }
+
+    /// Pages on other nodes.
+    pub fn other_pages(&self) -> u64 {
+        self.procs.iter().map(|p| p.other_pages).sum()
+    }
+
+    /// The tier setup.
+    pub fn setup(&self) -> &TierSetup {
+        &self.setup
+    }
+
+    /// Update the nodes' free pages (from their meminfo).
+    pub fn set_node_free(&mut self, free_pages: [u64; 2]) {
+        self.node_free = free_pages;
+    }
+
+    /// The earliest pending timer.
+    pub fn next_timer(&self) -> Option<Nanos> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// Pop the earliest timer if it is due at `now`.
+    pub fn pop_due_timer(&mut self, now: Nanos) -> Option<(Nanos, TimerId)> {
+        match self.timers.peek() {
+            Some(Reverse((at, _, _))) if *at <= now => {
+                let Reverse((at, _, id)) = self.timers.pop().expect("peeked");
+                self.counters.timers += 1;
+                Some((at, id))
+            }
+            _ => None,
+        }
+    }
+
+    fn proc(&self, pid: Pid) -> Option<&Process> {
+        self.procs.get(pid.0 as usize).filter(|p| !p.gone)
+    }
+
+    fn set_tier(&mut self, pid: Pid, vpn: Vpn, t: u8) {
+        if let Some(p) = self.procs.get_mut(pid.0 as usize) {
+            p.set_tier(vpn, t);
+        }
+    }
+
+    fn tier_of(&self, pid: Pid, vpn: Vpn) -> u8 {
+        self.proc(pid).map_or(NOT_PRESENT, |p| p.tier_of(vpn))
+    }
+
     fn node_to_tier(&self, n: i32) -> u8 {
         if n == self.setup.nodes[0] as i32 {
             0
@@ -354,21 +491,28 @@ impl LiveMechanisms {
         }
     }
 
-    /// The target's tracked page ranges `(start vpn, end vpn)`.
-    pub fn ranges(&self) -> Vec<(Vpn, Vpn)> {
-        self.vmas.iter().map(|v| (v.start, v.end())).collect()
+    /// The tracked page ranges `(start vpn, end vpn)` of `pid`.
+    pub fn ranges(&self, pid: Pid) -> Vec<(Vpn, Vpn)> {
+        self.proc(pid).map_or_else(Vec::new, Process::ranges)
     }
 
-    /// Re-read placement for the private anonymous byte ranges `ranges` (sorted):
-    /// one move_pages query over every mapped page, pending moves kept as the policy's
-    /// view.
-    pub fn refresh_placement(&mut self, byte_ranges: &[(u64, u64)]) -> Result<Refresh, CallError> {
+    /// Re-read the placement of `pid`'s private anonymous byte ranges `byte_ranges`
+    /// (sorted): one move_pages query over every mapped page, pending moves kept as
+    /// the policy's view. `NoProcess` marks the process gone.
+    pub fn refresh_placement(
+        &mut self,
+        pid: Pid,
+        byte_ranges: &[(u64, u64)],
+    ) -> Result<Refresh, CallError> {
+        let Some(os_pid) = self.proc(pid).map(|p| p.os_pid) else {
+            return Err(CallError::NoProcess);
+        };
         let new: Vec<(Vpn, Vpn)> = byte_ranges
             .iter()
             .map(|&(s, e)| (s >> PAGE_SHIFT, e >> PAGE_SHIFT))
             .filter(|(s, e)| e > s)
             .collect();
-        let old = self.ranges();
+        let old = self.ranges(pid);
         let mut r = Refresh {
             mmaps: subtract(&new, &old)
                 .into_iter()
@@ -387,8 +531,8 @@ impl LiveMechanisms {
         let mut mapped = Vec::new();
         let mut addrs = Vec::new();
         for &(s, e) in &new {
-            let m = procfs::mapped_pages(self.pid, s, e)
-                .unwrap_or_else(|_| vec![true; (e - s) as usize]);
+            let m =
+                procfs::mapped_pages(os_pid, s, e).unwrap_or_else(|_| vec![true; (e - s) as usize]);
             addrs.extend(
                 (s..e)
                     .zip(&m)
@@ -398,11 +542,11 @@ impl LiveMechanisms {
             mapped.extend(m);
         }
         self.counters.queried_pages += addrs.len() as u64;
-        let queried = move_pages::query(self.pid, &addrs);
+        let queried = move_pages::query(os_pid, &addrs);
         self.counters.query_ns += t.elapsed().as_nanos() as u64;
         let queried = match queried {
             Err(CallError::NoProcess) => {
-                self.gone = true;
+                self.remove_process(pid);
                 return Err(CallError::NoProcess);
             }
             other => other?,
@@ -428,9 +572,9 @@ impl LiveMechanisms {
                     _ => NOT_PRESENT,
                 };
                 k += 1;
-                let before = self.tier_of(vpn);
+                let before = self.tier_of(pid, vpn);
                 let mut t = actual;
-                if let Some(m) = self.mover.pending(vpn) {
+                if let Some(m) = self.mover.pending(pid, vpn) {
                     if actual == m.from.0 {
                         t = m.to.0;
                     }
@@ -442,54 +586,63 @@ impl LiveMechanisms {
             }
             caches.push(VmaCache { start: s, tiers });
         }
-        self.vmas = caches;
         for &(s, n) in &r.munmaps {
-            self.mover.forget_range(s, s + n);
-            let gone: Vec<Vpn> = self.armed.range(s..s + n).map(|(v, _)| *v).collect();
+            self.mover.forget_range(pid, s, s + n);
+        }
+        let p = &mut self.procs[pid.0 as usize];
+        p.vmas = caches;
+        for &(s, n) in &r.munmaps {
+            let gone: Vec<Vpn> = p.armed.range(s..s + n).map(|(v, _)| *v).collect();
             for v in gone {
-                self.armed.remove(&v);
+                p.armed.remove(&v);
             }
         }
         if !r.munmaps.is_empty() {
             let m = r.munmaps.clone();
-            self.tested
+            p.tested
                 .retain(|v, _| !m.iter().any(|&(s, n)| *v >= s && *v < s + n));
         }
-        self.counts = [0; 2];
-        self.other_pages = 0;
-        for i in 0..self.vmas.len() {
-            for j in 0..self.vmas[i].tiers.len() {
-                let t = self.vmas[i].tiers[j];
-                self.bump(t, true);
+        p.counts = [0; 2];
+        p.other_pages = 0;
+        for i in 0..p.vmas.len() {
+            for j in 0..p.vmas[i].tiers.len() {
+                let t = p.vmas[i].tiers[j];
+                p.bump(t, true);
             }
         }
         self.counters.allocated_pages += r.allocs.len() as u64;
         Ok(r)
     }
 
-    /// Queue demotions of the coldest fast pages until the fast tier holds the budget,
-    /// at most `max_pages` now (the rate cap's worth of one interval, so the next
-    /// interval ranks again with fresher snapshots). Coldest = lowest `nr_accesses`,
-    /// then oldest, in the newest DAMON snapshot; pages no snapshot covers come after
-    /// every covered page, in address order. Returns the pages queued.
+    /// Queue demotions of the coldest fast pages of all processes until the fast tier
+    /// holds the budget, at most `max_pages` now (the rate cap's worth of one interval,
+    /// so the next interval ranks again with fresher snapshots). Coldest = lowest
+    /// `nr_accesses`, then oldest, in the newest DAMON snapshot of the page's process;
+    /// pages no snapshot covers come after every covered page, in (process, address)
+    /// order. The budget is shared: which process gives up pages is decided by
+    /// coldness alone. Returns the pages queued.
     pub fn enforce_budget(&mut self, max_pages: u64) -> u64 {
         let Some(budget) = self.setup.budget_pages else {
             return 0;
         };
-        let excess = self.counts[0].saturating_sub(budget).min(max_pages);
+        let excess = self.tier_pages()[0].saturating_sub(budget).min(max_pages);
         if excess == 0 {
             return 0;
         }
-        let snap = self.access.latest();
-        let mut cands: Vec<((u32, Reverse<u32>), Vpn)> = Vec::new();
-        for v in &self.vmas {
-            for (j, &t) in v.tiers.iter().enumerate() {
-                let vpn = v.start + j as u64;
-                if t == 0 && self.mover.pending(vpn).is_none() {
-                    let key = snap
-                        .and_then(|s| s.region(vpn))
-                        .map_or((u32::MAX, Reverse(0)), |r| (r.nr_accesses, Reverse(r.age)));
-                    cands.push((key, vpn));
+        type Key = ((u32, Reverse<u32>), Pid, Vpn);
+        let mut cands: Vec<Key> = Vec::new();
+        for (i, p) in self.procs.iter().enumerate().filter(|(_, p)| !p.gone) {
+            let pid = Pid(i as u32);
+            let snap = p.access.latest();
+            for v in &p.vmas {
+                for (j, &t) in v.tiers.iter().enumerate() {
+                    let vpn = v.start + j as u64;
+                    if t == 0 && self.mover.pending(pid, vpn).is_none() {
+                        let key = snap
+                            .and_then(|s| s.region(vpn))
+                            .map_or((u32::MAX, Reverse(0)), |r| (r.nr_accesses, Reverse(r.age)));
+                        cands.push((key, pid, vpn));
+                    }
                 }
             }
         }
@@ -498,9 +651,9 @@ impl LiveMechanisms {
             cands.select_nth_unstable(n);
         }
         let mut queued = 0;
-        for &(_, vpn) in &cands[..n] {
-            if self.mover.enqueue(vpn, TierId(0), TierId(1)) {
-                self.set_tier(vpn, 1);
+        for &(_, pid, vpn) in &cands[..n] {
+            if self.mover.enqueue(pid, vpn, TierId(0), TierId(1)) {
+                self.set_tier(pid, vpn, 1);
                 queued += 1;
             }
         }
@@ -508,68 +661,96 @@ impl LiveMechanisms {
         queued
     }
 
-    /// Carry out the next batch the rate cap allows. Errors: the target is gone
-    /// (`NoProcess`) or may not be touched (`Permission`).
-    pub fn flush_moves(&mut self, now: Nanos) -> Result<usize, CallError> {
+    /// Carry out the next batch the rate cap allows: one move_pages(2) call per
+    /// process in it. A call that fails as a whole is reverted and reported; a
+    /// process found gone (`NoProcess`) stops being tracked.
+    pub fn flush_moves(&mut self, now: Nanos) -> Flush {
         let batch = self.mover.next_batch(now);
+        let mut out = Flush {
+            pages: batch.len(),
+            failed: Vec::new(),
+        };
         if batch.is_empty() {
-            return Ok(0);
+            return out;
         }
         if self.dry_run {
             self.counters.dry_run_pages += batch.len() as u64;
-            return Ok(batch.len());
+            return out;
         }
-        let addrs: Vec<u64> = batch.iter().map(|m| m.vpn << PAGE_SHIFT).collect();
-        let nodes: Vec<i32> = batch
-            .iter()
-            .map(|m| self.setup.nodes[m.to.index()] as i32)
-            .collect();
-        let t = Instant::now();
-        let res = move_pages::move_to(self.pid, &addrs, &nodes);
-        self.counters.move_ns += t.elapsed().as_nanos() as u64;
-        self.counters.move_calls += 1;
-        self.counters.move_pages_requested += batch.len() as u64;
-        let st = match res {
-            Ok(st) => st,
-            Err(e) => {
-                if e == CallError::NoProcess {
-                    self.gone = true;
-                }
-                for m in &batch {
-                    self.revert(m, self.tier_of_before(m));
-                }
-                self.counters.migrate_failures += batch.len() as u64;
-                self.counters.fail_other += batch.len() as u64;
-                return Err(e);
+        // Group by process, in the order each first appears in the queue.
+        let mut groups: Vec<(Pid, Vec<Move>)> = Vec::new();
+        for m in batch {
+            match groups.iter_mut().find(|(p, _)| *p == m.pid) {
+                Some((_, g)) => g.push(m),
+                None => groups.push((m.pid, vec![m])),
             }
-        };
-        self.apply_statuses(&batch, &st);
-        Ok(batch.len())
-    }
-
-    fn tier_of_before(&self, m: &Move) -> u8 {
-        m.from.0
+        }
+        for (pid, group) in groups {
+            let Some(os_pid) = self.proc(pid).map(|p| p.os_pid) else {
+                continue;
+            };
+            let addrs: Vec<u64> = group.iter().map(|m| m.vpn << PAGE_SHIFT).collect();
+            let nodes: Vec<i32> = group
+                .iter()
+                .map(|m| self.setup.nodes[m.to.index()] as i32)
+                .collect();
+            let t = Instant::now();
+            let res = move_pages::move_to(os_pid, &addrs, &nodes);
+            self.counters.move_ns += t.elapsed().as_nanos() as u64;
+            self.counters.move_calls += 1;
+            self.counters.move_pages_requested += group.len() as u64;
+            match res {
+                Ok(st) => self.apply_statuses(&group, &st),
+                Err(e) => {
+                    for m in &group {
+                        self.revert(m, m.from.0);
+                    }
+                    self.counters.migrate_failures += group.len() as u64;
+                    self.counters.fail_other += group.len() as u64;
+                    if let Some(p) = self.procs.get_mut(pid.0 as usize) {
+                        p.counters.migrate_failures += group.len() as u64;
+                    }
+                    if e == CallError::NoProcess {
+                        self.remove_process(pid);
+                    }
+                    out.failed.push((pid, e));
+                }
+            }
+        }
+        out
     }
 
     fn revert(&mut self, m: &Move, t: u8) {
-        if self.tier_of(m.vpn) == m.to.0 {
-            self.set_tier(m.vpn, t);
+        if self.tier_of(m.pid, m.vpn) == m.to.0 {
+            self.set_tier(m.pid, m.vpn, t);
         }
     }
 
     /// Account one batch's per-page statuses and correct the cache.
     pub fn apply_statuses(&mut self, batch: &[Move], st: &[PageStatus]) {
         for (m, s) in batch.iter().zip(st) {
+            let i = m.pid.0 as usize;
             match *s {
                 PageStatus::Node(n) if n == self.setup.nodes[m.to.index()] as i32 => {
-                    if m.to.0 < m.from.0 {
+                    let promoted = m.to.0 < m.from.0;
+                    if promoted {
                         self.counters.promoted_pages += 1;
                     } else {
                         self.counters.demoted_pages += 1;
                     }
+                    if let Some(p) = self.procs.get_mut(i) {
+                        if promoted {
+                            p.counters.promoted_pages += 1;
+                        } else {
+                            p.counters.demoted_pages += 1;
+                        }
+                    }
                 }
                 other => {
                     self.counters.migrate_failures += 1;
+                    if let Some(p) = self.procs.get_mut(i) {
+                        p.counters.migrate_failures += 1;
+                    }
                     let back = match other {
                         PageStatus::Node(n) => {
                             self.counters.fail_other += 1;
@@ -598,39 +779,62 @@ impl LiveMechanisms {
         }
     }
 
-    /// Add a DAMON snapshot; returns the hinting faults it reveals for armed pages,
-    /// `(time, vpn, tier, armed_at)` in time order (the pages are disarmed).
-    pub fn add_snapshot(&mut self, s: Snapshot) -> Vec<(Nanos, Vpn, TierId, Nanos)> {
+    /// Add one DAMON read: a snapshot per process. Returns the hinting faults they
+    /// reveal for armed pages, `(time, pid, vpn, tier, armed_at)` in time order (the
+    /// pages are disarmed).
+    pub fn add_snapshots(
+        &mut self,
+        snaps: Vec<(Pid, Snapshot)>,
+    ) -> Vec<(Nanos, Pid, Vpn, TierId, Nanos)> {
         let mut faults = Vec::new();
-        if !self.armed.is_empty() {
-            for r in s.regions.iter().filter(|r| r.nr_accesses > 0) {
-                let hits: Vec<(Vpn, Nanos)> = self
-                    .armed
-                    .range(r.start..r.end)
-                    .map(|(v, a)| (*v, *a))
-                    .collect();
-                for (vpn, armed_at) in hits {
-                    if let Some(t) = fault_time(&s, r.rate, armed_at, self.rng.unit()) {
-                        self.armed.remove(&vpn);
-                        let tier = self.tier_of(vpn);
-                        if tier <= 1 {
-                            faults.push((t, vpn, TierId(tier), armed_at));
+        for (pid, s) in snaps {
+            let Some(p) = self.procs.get_mut(pid.0 as usize).filter(|p| !p.gone) else {
+                continue;
+            };
+            if !p.armed.is_empty() {
+                for r in s.regions.iter().filter(|r| r.nr_accesses > 0) {
+                    let hits: Vec<(Vpn, Nanos)> = p
+                        .armed
+                        .range(r.start..r.end)
+                        .map(|(v, a)| (*v, *a))
+                        .collect();
+                    for (vpn, armed_at) in hits {
+                        if let Some(t) = fault_time(&s, r.rate, armed_at, self.rng.unit()) {
+                            p.armed.remove(&vpn);
+                            let tier = p.tier_of(vpn);
+                            if tier <= 1 {
+                                p.counters.hint_faults += 1;
+                                faults.push((t, pid, vpn, TierId(tier), armed_at));
+                            }
                         }
                     }
                 }
             }
+            p.access.push(s);
         }
         faults.sort_unstable();
         self.counters.hint_faults += faults.len() as u64;
-        self.access.push(s);
+        self.nr_snapshots += 1;
         faults
     }
 
+    /// Whether DAMON has answered for any process.
+    pub fn has_snapshot(&self) -> bool {
+        self.procs.iter().any(|p| p.access.latest().is_some())
+    }
+
+    /// Regions in the newest snapshots, all processes.
+    pub fn latest_regions(&self) -> u64 {
+        self.procs
+            .iter()
+            .filter(|p| !p.gone)
+            .filter_map(|p| p.access.latest())
+            .map(|s| s.regions.len() as u64)
+            .sum()
+    }
+
     fn present_tier(&self, pid: Pid, vpn: Vpn) -> Option<TierId> {
-        if pid != Pid(0) || self.gone {
-            return None;
-        }
-        let t = self.tier_of(vpn);
+        let t = self.tier_of(pid, vpn);
         (t <= 1).then_some(TierId(t))
     }
 }
@@ -649,7 +853,8 @@ impl Mechanisms for LiveMechanisms {
         let Some(info) = self.setup.tiers.get(i) else {
             return 0;
         };
-        let by_cap = info.capacity_pages.saturating_sub(self.counts[i]);
+        let used = self.tier_pages()[i.min(1)];
+        let by_cap = info.capacity_pages.saturating_sub(used);
         let incoming = self.mover.net_into(tier).max(0) as u64;
         by_cap.min(self.node_free[i].saturating_sub(incoming))
     }
@@ -659,33 +864,25 @@ impl Mechanisms for LiveMechanisms {
     }
 
     fn processes(&self) -> Vec<Pid> {
-        if self.gone {
-            Vec::new()
-        } else {
-            vec![Pid(0)]
-        }
+        self.live_processes().into_iter().map(|(p, _)| p).collect()
     }
 
     fn vmas(&self, pid: Pid) -> Vec<Vma> {
-        if pid != Pid(0) {
-            return Vec::new();
-        }
-        self.vmas
-            .iter()
-            .map(|v| Vma {
-                start_vpn: v.start,
-                nr_pages: v.tiers.len() as u64,
-                kind: VmaKind::Anon,
-            })
-            .collect()
+        self.proc(pid).map_or_else(Vec::new, |p| {
+            p.vmas
+                .iter()
+                .map(|v| Vma {
+                    start_vpn: v.start,
+                    nr_pages: v.tiers.len() as u64,
+                    kind: VmaKind::Anon,
+                })
+                .collect()
+        })
     }
 
     fn rss_pages(&self, pid: Pid) -> u64 {
-        if pid == Pid(0) {
-            self.counts[0] + self.counts[1] + self.other_pages
-        } else {
-            0
-        }
+        self.proc(pid)
+            .map_or(0, |p| p.counts[0] + p.counts[1] + p.other_pages)
     }
 
     fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo> {
@@ -700,13 +897,13 @@ impl Mechanisms for LiveMechanisms {
         nr_pages: u64,
         f: &mut dyn FnMut(Vpn, PageInfo),
     ) -> u64 {
-        if pid != Pid(0) {
+        let Some(p) = self.proc(pid) else {
             return 0;
-        }
+        };
         let end = start_vpn.saturating_add(nr_pages);
         let mut walked = 0;
-        let first = self.vmas.partition_point(|v| v.end() <= start_vpn);
-        for v in &self.vmas[first..] {
+        let first = p.vmas.partition_point(|v| v.end() <= start_vpn);
+        for v in &p.vmas[first..] {
             if v.start >= end {
                 break;
             }
@@ -733,7 +930,8 @@ impl Mechanisms for LiveMechanisms {
             return false;
         }
         let now = self.now();
-        if let std::collections::btree_map::Entry::Vacant(e) = self.armed.entry(vpn) {
+        let p = &mut self.procs[pid.0 as usize];
+        if let std::collections::btree_map::Entry::Vacant(e) = p.armed.entry(vpn) {
             e.insert(now);
             self.counters.armed_ptes += 1;
         }
@@ -753,10 +951,14 @@ impl Mechanisms for LiveMechanisms {
                 pages.push(vpn);
             }
         });
+        if pages.is_empty() {
+            return 0;
+        }
         let now = self.now();
+        let p = &mut self.procs[pid.0 as usize];
         let mut n = 0;
         for vpn in pages {
-            if let std::collections::btree_map::Entry::Vacant(e) = self.armed.entry(vpn) {
+            if let std::collections::btree_map::Entry::Vacant(e) = p.armed.entry(vpn) {
                 e.insert(now);
                 n += 1;
             }
@@ -768,10 +970,11 @@ impl Mechanisms for LiveMechanisms {
     fn test_and_clear_young(&mut self, pid: Pid, vpn: Vpn) -> Option<bool> {
         self.present_tier(pid, vpn)?;
         let now = self.now();
-        let since = self.tested.insert(vpn, now).unwrap_or(0);
+        let p = &mut self.procs[pid.0 as usize];
+        let since = p.tested.insert(vpn, now).unwrap_or(0);
         self.counters.young_tests += 1;
-        let p = self.access.p_accessed(vpn, since, now).unwrap_or(0.0);
-        Some(p >= 1.0 || (p > 0.0 && self.rng.unit() < p))
+        let prob = p.access.p_accessed(vpn, since, now).unwrap_or(0.0);
+        Some(prob >= 1.0 || (prob > 0.0 && self.rng.unit() < prob))
     }
 
     fn set_sample_period(&mut self, kind: SampleKind, period: u64) {
@@ -815,10 +1018,10 @@ impl Mechanisms for LiveMechanisms {
                 return Err(MigrateError::NoSpace);
             }
             // A full queue (the rate cap is behind) refuses like a full tier would.
-            if !self.mover.enqueue(vpn, from, to) {
+            if !self.mover.enqueue(pid, vpn, from, to) {
                 return Err(MigrateError::NoSpace);
             }
-            self.set_tier(vpn, to.0);
+            self.set_tier(pid, vpn, to.0);
             Ok(())
         })();
         if r.is_err() {
@@ -848,11 +1051,11 @@ impl Mechanisms for LiveMechanisms {
         }
         // The demotion half is queued first, so it is never carried out after the
         // promotion half: the fast node holds at most one extra page in between.
-        let (down, up) = if ta.0 < tb.0 { (a.1, b.1) } else { (b.1, a.1) };
-        self.mover.enqueue(down, TierId(0), TierId(1));
-        self.mover.enqueue(up, TierId(1), TierId(0));
-        self.set_tier(down, 1);
-        self.set_tier(up, 0);
+        let (down, up) = if ta.0 < tb.0 { (a, b) } else { (b, a) };
+        self.mover.enqueue(down.0, down.1, TierId(0), TierId(1));
+        self.mover.enqueue(up.0, up.1, TierId(1), TierId(0));
+        self.set_tier(down.0, down.1, 1);
+        self.set_tier(up.0, up.1, 0);
         Ok(())
     }
 
@@ -889,6 +1092,8 @@ mod tests {
     }
 
     use crate::sys::damon::Region;
+
+    const P0: Pid = Pid(0);
 
     /// An anonymous mapping of our own, with `touched` pages written.
     struct Buf {
@@ -959,7 +1164,9 @@ mod tests {
             rate_pages_per_s: 1 << 20,
             max_queue_pages: 64,
         };
-        LiveMechanisms::new(std::process::id() as i32, setup, limits, 1, dry_run)
+        let mut m = LiveMechanisms::new(setup, limits, 1, dry_run);
+        assert_eq!(m.add_process(std::process::id() as i32), P0);
+        m
     }
 
     fn snap(end_ns: Nanos, regions: &[(Vpn, Vpn, u32)]) -> Snapshot {
@@ -979,7 +1186,7 @@ mod tests {
     fn refresh_reports_mmap_alloc_munmap_of_a_real_mapping() {
         let b = Buf::new(64, &(0..16).collect::<Vec<_>>());
         let mut m = own(None, true);
-        let r = m.refresh_placement(&[b.range()]).unwrap();
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
         assert_eq!(r.mmaps, vec![(b.vpn(), 64)]);
         assert_eq!(r.allocs.len(), 16);
         assert!(r.allocs.iter().all(|&(_, t)| t == TierId(0)));
@@ -989,7 +1196,7 @@ mod tests {
         assert_eq!(m.page(Pid(0), b.vpn() + 30), None);
         b.touch(20);
         let (s, e) = b.range();
-        let r = m.refresh_placement(&[(s, s + (e - s) / 2)]).unwrap();
+        let r = m.refresh_placement(P0, &[(s, s + (e - s) / 2)]).unwrap();
         assert_eq!(r.munmaps, vec![(b.vpn() + 32, 32)]);
         assert_eq!(r.allocs, vec![(b.vpn() + 20, TierId(0))]);
         let mut n = 0;
@@ -1002,7 +1209,7 @@ mod tests {
         use crate::sys::sampler::RawSample;
         let b = Buf::new(16, &[0, 1, 2]);
         let mut m = own(None, true);
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         let raw = |addr: u64, kind| RawSample {
             pid: 1,
             tid: 1,
@@ -1011,7 +1218,7 @@ mod tests {
         };
         let (s, _) = b.range();
         let ev = m
-            .sample_event(&raw(s + 4096 + 64, SampleKind::Store))
+            .sample_event(P0, &raw(s + 4096 + 64, SampleKind::Store))
             .unwrap();
         assert_eq!(
             (ev.vpn, ev.tier, ev.kind),
@@ -1019,10 +1226,10 @@ mod tests {
         );
         // Not resident, and outside every tracked mapping: dropped, counted.
         assert!(m
-            .sample_event(&raw(s + 9 * 4096, SampleKind::LlcLoadMiss))
+            .sample_event(P0, &raw(s + 9 * 4096, SampleKind::LlcLoadMiss))
             .is_none());
         assert!(m
-            .sample_event(&raw(0x10, SampleKind::LlcLoadMiss))
+            .sample_event(P0, &raw(0x10, SampleKind::LlcLoadMiss))
             .is_none());
         assert_eq!((m.counters.samples, m.counters.samples_dropped), (1, 2));
         // MEMTIS sets its sampling periods at init; the daemon hands them on once.
@@ -1043,7 +1250,7 @@ mod tests {
         // so the refresh cost grew with reserved address space.
         let b = Buf::new(1 << 18, &(0..16).map(|i| i * 1000).collect::<Vec<_>>());
         let mut m = own(None, true);
-        let r = m.refresh_placement(&[b.range()]).unwrap();
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
         // With THP `always` a touch may map a whole 2 MiB page: at most 512 each.
         let mapped = m.tier_pages()[0];
         assert!((16..=16 * 512).contains(&mapped), "{mapped}");
@@ -1055,7 +1262,7 @@ mod tests {
     fn migrate_queues_checks_space_and_dry_run_does_not_move() {
         let b = Buf::new(8, &[0, 1, 2]);
         let mut m = own(Some(3), true);
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         let v = b.vpn();
         assert_eq!(
             m.migrate(Pid(0), v, TierId(0), MigrateMode::Async),
@@ -1071,7 +1278,7 @@ mod tests {
         );
         assert_eq!(m.free_pages(TierId(0)), 0, "budget of 3 holds 3 pages");
         // Pretend page 2 sits on the slow node: the full budget refuses its promotion.
-        m.set_tier(v + 2, 1);
+        m.set_tier(P0, v + 2, 1);
         assert_eq!(m.free_pages(TierId(0)), 1);
         m.setup.watermarks[0].min = 1;
         assert_eq!(
@@ -1085,7 +1292,7 @@ mod tests {
         );
         assert_eq!(m.tier_pages(), [3, 0]);
         assert_eq!(m.migrate(Pid(0), v, TierId(1), MigrateMode::Async), Ok(()));
-        assert_eq!(m.flush_moves(m.elapsed()).unwrap(), 2);
+        assert_eq!(m.flush_moves(m.elapsed()).pages, 2);
         assert_eq!(m.counters.dry_run_pages, 2);
         assert_eq!(m.counters.move_calls, 0, "dry run never calls move_pages");
         assert_eq!(m.counters.refused_migrations, 4);
@@ -1096,13 +1303,15 @@ mod tests {
         let b = Buf::new(4, &[0]);
         let mut m = own(None, false);
         m.setup.nodes = [0, 4000];
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         assert_eq!(
             m.migrate(Pid(0), b.vpn(), TierId(1), MigrateMode::Async),
             Ok(())
         );
         assert_eq!(m.tier_pages(), [0, 1]);
-        let e = m.flush_moves(m.elapsed()).unwrap_err();
+        let f = m.flush_moves(m.elapsed());
+        assert_eq!(f.failed.len(), 1);
+        let e = f.failed[0].1;
         assert!(
             matches!(e, CallError::NoNode | CallError::Other(_)),
             "{e:?}"
@@ -1115,12 +1324,13 @@ mod tests {
     fn statuses_update_counters_and_cache() {
         let b = Buf::new(4, &[0, 1, 2]);
         let mut m = own(None, false);
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         let v = b.vpn();
         for i in 0..3 {
-            m.set_tier(v + i, 0);
+            m.set_tier(P0, v + i, 0);
         }
         let mv = |vpn| Move {
+            pid: P0,
             vpn,
             from: TierId(1),
             to: TierId(0),
@@ -1156,9 +1366,12 @@ mod tests {
     fn budget_demotes_the_coldest_pages() {
         let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
         let mut m = own(Some(10), true);
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         let v = b.vpn();
-        m.add_snapshot(snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]));
+        m.add_snapshots(vec![(
+            P0,
+            snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]),
+        )]);
         assert_eq!(m.enforce_budget(4), 4, "bounded per call");
         assert_eq!(m.enforce_budget(100), 2);
         assert_eq!(m.tier_pages(), [10, 6]);
@@ -1176,10 +1389,10 @@ mod tests {
     fn pages_no_snapshot_covers_are_demoted_last() {
         let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
         let mut m = own(Some(12), true);
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         let v = b.vpn();
         // Only the upper half is covered (and idle); the lower half is unknown.
-        m.add_snapshot(snap(200_000_000, &[(v + 8, v + 16, 0)]));
+        m.add_snapshots(vec![(P0, snap(200_000_000, &[(v + 8, v + 16, 0)]))]);
         assert_eq!(m.enforce_budget(100), 4);
         for i in 0..8 {
             assert_eq!(
@@ -1194,22 +1407,25 @@ mod tests {
     fn young_bits_and_faults_follow_snapshots() {
         let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
         let mut m = own(None, true);
-        m.refresh_placement(&[b.range()]).unwrap();
+        m.refresh_placement(P0, &[b.range()]).unwrap();
         let v = b.vpn();
         m.set_time(Some(0));
         assert!(m.arm_hint_fault(Pid(0), v + 1));
         assert!(m.arm_hint_fault(Pid(0), v + 12));
         assert!(!m.arm_hint_fault(Pid(0), v + 100));
         assert_eq!(m.arm_range(Pid(0), v, 16, Some(TierId(1))), 0);
-        let f = m.add_snapshot(snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]));
+        let f = m.add_snapshots(vec![(
+            P0,
+            snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]),
+        )]);
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].1, f[0].2, f[0].3), (v + 1, TierId(0), 0));
+        assert_eq!((f[0].1, f[0].2, f[0].3, f[0].4), (P0, v + 1, TierId(0), 0));
         assert!(f[0].0 > 0 && f[0].0 < 200_000_000);
         assert_eq!(m.counters.hint_faults, 1);
         m.set_time(Some(200_000_000));
         assert_eq!(m.test_and_clear_young(Pid(0), v + 2), Some(true));
         assert_eq!(m.test_and_clear_young(Pid(0), v + 9), Some(false));
-        m.add_snapshot(snap(400_000_000, &[(v, v + 16, 0)]));
+        m.add_snapshots(vec![(P0, snap(400_000_000, &[(v, v + 16, 0)]))]);
         m.set_time(Some(400_000_000));
         assert_eq!(
             m.test_and_clear_young(Pid(0), v + 2),
@@ -1218,9 +1434,94 @@ mod tests {
         );
         assert_eq!(m.test_and_clear_young(Pid(0), v + 40), None);
         // The still-armed cold page faults once its region turns hot.
-        let f = m.add_snapshot(snap(600_000_000, &[(v + 8, v + 16, 40)]));
+        let f = m.add_snapshots(vec![(P0, snap(600_000_000, &[(v + 8, v + 16, 40)]))]);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].1, v + 12);
+        assert_eq!(f[0].2, v + 12);
+    }
+
+    /// A second tracked process over the same pages (this test process again, under
+    /// policy pid 1): the per-process logic without a second real process.
+    fn with_second(m: &mut LiveMechanisms) -> Pid {
+        m.procs.push(Process::new(std::process::id() as i32));
+        Pid(m.procs.len() as u32 - 1)
+    }
+
+    #[test]
+    fn the_shared_budget_takes_pages_from_the_colder_process() {
+        let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
+        let mut m = own(Some(20), true);
+        let p1 = with_second(&mut m);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        m.refresh_placement(p1, &[b.range()]).unwrap();
+        assert_eq!(m.tier_pages(), [32, 0], "both count against the budget");
+        let v = b.vpn();
+        // Process 0 is hot throughout, process 1 idle: the 12 pages over the budget
+        // all come from process 1, whatever their addresses.
+        m.add_snapshots(vec![
+            (P0, snap(200_000_000, &[(v, v + 16, 40)])),
+            (p1, snap(200_000_000, &[(v, v + 16, 0)])),
+        ]);
+        assert_eq!(m.enforce_budget(100), 12);
+        let st = m.process_stats();
+        assert_eq!((st[0].fast_pages, st[1].fast_pages), (16, 4), "{st:?}");
+        assert_eq!(st[1].slow_pages, 12);
+        assert!((0..16).all(|i| m.page(P0, v + i).unwrap().tier == TierId(0)));
+    }
+
+    #[test]
+    fn a_process_that_leaves_takes_its_pages_moves_and_armed_pages_with_it() {
+        let b = Buf::new(8, &(0..8).collect::<Vec<_>>());
+        let mut m = own(None, true);
+        let p1 = with_second(&mut m);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        m.refresh_placement(p1, &[b.range()]).unwrap();
+        let v = b.vpn();
+        assert_eq!(m.migrate(p1, v, TierId(1), MigrateMode::Async), Ok(()));
+        assert_eq!(m.migrate(P0, v, TierId(1), MigrateMode::Async), Ok(()));
+        assert!(m.arm_hint_fault(p1, v + 1));
+        assert_eq!(m.mover.len(), 2, "the same page number in two processes");
+        let gone = m.remove_process(p1);
+        assert_eq!(gone, vec![(v, 8)]);
+        assert_eq!(m.processes(), vec![P0]);
+        assert_eq!(
+            m.mover.len(),
+            1,
+            "its queued move is dropped, the other's kept"
+        );
+        assert!(m.mover.pending(P0, v).is_some());
+        assert_eq!(m.page(p1, v + 2), None);
+        assert_eq!(m.tier_pages(), [7, 1], "only process 0's pages count");
+        assert!(!m.all_gone());
+        assert!(m.process_stats()[1].gone);
+        // A pid is never reused: a process added later gets a new one.
+        assert_eq!(m.add_process(1), Pid(2));
+        assert_eq!(m.remove_process(p1), Vec::new(), "leaving twice is nothing");
+    }
+
+    #[test]
+    fn a_flush_makes_one_move_pages_call_per_process() {
+        let b = Buf::new(4, &[0, 1]);
+        let mut m = own(None, false);
+        // A slow node that does not exist: each call fails as a whole, and says so.
+        m.setup.nodes = [0, 4000];
+        let p1 = with_second(&mut m);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        m.refresh_placement(p1, &[b.range()]).unwrap();
+        let v = b.vpn();
+        for (p, i) in [(P0, 0), (p1, 0), (P0, 1)] {
+            assert_eq!(m.migrate(p, v + i, TierId(1), MigrateMode::Async), Ok(()));
+        }
+        let f = m.flush_moves(m.elapsed());
+        assert_eq!(f.pages, 3);
+        assert_eq!(
+            m.counters.move_calls, 2,
+            "process 0's two pages in one call"
+        );
+        let failed: Vec<Pid> = f.failed.iter().map(|(p, _)| *p).collect();
+        assert_eq!(failed, vec![P0, p1]);
+        let st = m.process_stats();
+        assert_eq!((st[0].migrate_failures, st[1].migrate_failures), (2, 1));
+        assert_eq!(m.tier_pages(), [4, 0], "all reverted");
     }
 
     #[test]

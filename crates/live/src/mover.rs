@@ -1,9 +1,10 @@
 //! The mover's pure logic: a queue of page moves the policy asked for, drained in
 //! bounded batches under a token-bucket rate cap (pages per second). The daemon
-//! hands each batch to one move_pages(2) call.
+//! hands each batch to move_pages(2), one call per process in it. Moves of all the
+//! processes tiered share the queue and the cap, in the order the policy asked.
 
 use std::collections::{HashMap, VecDeque};
-use tierkit_core::{Nanos, TierId, Vpn, NS_PER_SEC};
+use tierkit_core::{Nanos, Pid, TierId, Vpn, NS_PER_SEC};
 
 /// Bounds of the mover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +20,8 @@ pub struct MoverLimits {
 /// One queued move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Move {
+    /// Process (the policy's id).
+    pub pid: Pid,
     /// Page.
     pub vpn: Vpn,
     /// Tier it was in when queued.
@@ -31,8 +34,8 @@ pub struct Move {
 #[derive(Debug, Clone)]
 pub struct Mover {
     limits: MoverLimits,
-    order: VecDeque<Vpn>,
-    pending: HashMap<Vpn, Move>,
+    order: VecDeque<(Pid, Vpn)>,
+    pending: HashMap<(Pid, Vpn), Move>,
     /// Per tier index: queued moves into it minus queued moves out of it. Kept up to
     /// date on every change because `free_pages` reads it, and policies call that in
     /// per-page loops: recounting the queue there made a large demotion quadratic
@@ -55,28 +58,29 @@ impl Mover {
         }
     }
 
-    /// Queue a move of `vpn` from `from` to `to`. A second request for a queued page
-    /// replaces the first; one back to where the page was cancels it. False when the
-    /// queue is full.
-    pub fn enqueue(&mut self, vpn: Vpn, from: TierId, to: TierId) -> bool {
-        if let Some(&m) = self.pending.get(&vpn) {
+    /// Queue a move of page `vpn` of process `pid` from `from` to `to`. A second
+    /// request for a queued page replaces the first; one back to where the page was
+    /// cancels it. False when the queue is full.
+    pub fn enqueue(&mut self, pid: Pid, vpn: Vpn, from: TierId, to: TierId) -> bool {
+        let key = (pid, vpn);
+        if let Some(&m) = self.pending.get(&key) {
             self.count(&m, -1);
             if m.from == to {
-                self.pending.remove(&vpn);
+                self.pending.remove(&key);
             } else {
                 let m = Move { to, ..m };
                 self.count(&m, 1);
-                self.pending.insert(vpn, m);
+                self.pending.insert(key, m);
             }
             return true;
         }
         if self.pending.len() >= self.limits.max_queue_pages {
             return false;
         }
-        let m = Move { vpn, from, to };
+        let m = Move { pid, vpn, from, to };
         self.count(&m, 1);
-        self.pending.insert(vpn, m);
-        self.order.push_back(vpn);
+        self.pending.insert(key, m);
+        self.order.push_back(key);
         true
     }
 
@@ -90,9 +94,9 @@ impl Mover {
         self.net[m.from.index()] -= sign;
     }
 
-    /// The queued move of `vpn`.
-    pub fn pending(&self, vpn: Vpn) -> Option<Move> {
-        self.pending.get(&vpn).copied()
+    /// The queued move of page `vpn` of `pid`.
+    pub fn pending(&self, pid: Pid, vpn: Vpn) -> Option<Move> {
+        self.pending.get(&(pid, vpn)).copied()
     }
 
     /// The queue bound.
@@ -110,17 +114,18 @@ impl Mover {
         self.pending.is_empty()
     }
 
-    /// Drop queued moves of pages in `[start, end)` (unmapped).
-    pub fn forget_range(&mut self, start: Vpn, end: Vpn) {
+    /// Drop queued moves of `pid`'s pages in `[start, end)` (unmapped, or the
+    /// process is gone).
+    pub fn forget_range(&mut self, pid: Pid, start: Vpn, end: Vpn) {
         let gone: Vec<Move> = self
             .pending
             .values()
-            .filter(|m| (start..end).contains(&m.vpn))
+            .filter(|m| m.pid == pid && (start..end).contains(&m.vpn))
             .copied()
             .collect();
         for m in gone {
             self.count(&m, -1);
-            self.pending.remove(&m.vpn);
+            self.pending.remove(&(m.pid, m.vpn));
         }
     }
 
@@ -144,10 +149,10 @@ impl Mover {
         let n = (self.tokens.floor() as usize).min(self.limits.batch_pages);
         let mut out = Vec::with_capacity(n.min(self.pending.len()));
         while out.len() < n {
-            let Some(vpn) = self.order.pop_front() else {
+            let Some(key) = self.order.pop_front() else {
                 break;
             };
-            if let Some(m) = self.pending.remove(&vpn) {
+            if let Some(m) = self.pending.remove(&key) {
                 self.count(&m, -1);
                 out.push(m);
             }
@@ -176,6 +181,7 @@ mod tests {
 
     const F: TierId = TierId(0);
     const S: TierId = TierId(1);
+    const P: Pid = Pid(0);
 
     fn limits() -> MoverLimits {
         MoverLimits {
@@ -189,9 +195,9 @@ mod tests {
     fn batches_are_bounded_and_rate_capped() {
         let mut m = Mover::new(limits());
         for v in 0..10 {
-            assert!(m.enqueue(v, S, F));
+            assert!(m.enqueue(P, v, S, F));
         }
-        assert!(!m.enqueue(99, S, F), "queue bound");
+        assert!(!m.enqueue(P, 99, S, F), "queue bound");
         // Full bucket: one batch of 4, then dry.
         assert_eq!(m.next_batch(0).len(), 4);
         assert!(m.next_batch(0).is_empty());
@@ -229,14 +235,14 @@ mod tests {
             let (a, b) = if (x >> 20) & 1 == 0 { (S, F) } else { (F, S) };
             match (x >> 40) % 8 {
                 0..=4 => {
-                    m.enqueue(vpn, a, b);
+                    m.enqueue(P, vpn, a, b);
                 }
                 5 => {
                     m.next_batch(step * 1_000_000);
                 }
-                6 => m.forget_range(vpn, vpn + 4),
+                6 => m.forget_range(P, vpn, vpn + 4),
                 _ => {
-                    m.enqueue(vpn, b, a);
+                    m.enqueue(P, vpn, b, a);
                 }
             }
             for t in [F, S] {
@@ -248,23 +254,39 @@ mod tests {
     #[test]
     fn requeue_replaces_and_move_back_cancels() {
         let mut m = Mover::new(limits());
-        m.enqueue(1, S, F);
-        m.enqueue(2, F, S);
+        m.enqueue(P, 1, S, F);
+        m.enqueue(P, 2, F, S);
         assert_eq!(m.net_into(F), 0);
-        m.enqueue(3, S, F);
+        m.enqueue(P, 3, S, F);
         assert_eq!(m.net_into(F), 1);
-        m.enqueue(1, F, S); // back to where it was
-        assert!(m.pending(1).is_none());
-        m.forget_range(2, 3);
-        assert!(m.pending(2).is_none());
+        m.enqueue(P, 1, F, S); // back to where it was
+        assert!(m.pending(P, 1).is_none());
+        m.forget_range(P, 2, 3);
+        assert!(m.pending(P, 2).is_none());
         let b = m.next_batch(0);
         assert_eq!(
             b,
             vec![Move {
+                pid: P,
                 vpn: 3,
                 from: S,
                 to: F
             }]
         );
+    }
+
+    #[test]
+    fn the_same_page_number_in_two_processes_is_two_moves() {
+        let mut m = Mover::new(limits());
+        let q = Pid(1);
+        assert!(m.enqueue(P, 7, S, F));
+        assert!(m.enqueue(q, 7, S, F));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.net_into(F), 2);
+        // Forgetting one process's range leaves the other's page queued.
+        m.forget_range(P, 0, 100);
+        assert!(m.pending(P, 7).is_none());
+        assert_eq!(m.pending(q, 7).map(|x| x.pid), Some(q));
+        assert_eq!(m.next_batch(0).len(), 1);
     }
 }

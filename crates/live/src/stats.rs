@@ -13,6 +13,10 @@ use std::sync::{Arc, Mutex};
 /// One interval's line (counters cumulative since attach).
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct IntervalStats {
+    /// Each process tiered (those that left included, marked `gone`), in the order
+    /// they were added. First, so a field name's last occurrence in a line (or in
+    /// summary.json) is the total's, as scripts grepping a field expect.
+    pub processes: Vec<ProcessStats>,
     /// Seconds since attach.
     pub time_s: f64,
     /// Target pages on the fast node (move_pages query, queued moves counted done).
@@ -79,6 +83,29 @@ pub struct IntervalStats {
     pub daemon_cpu_ns: u64,
 }
 
+/// One tiered process's share of an interval's line.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct ProcessStats {
+    /// OS pid.
+    pub pid: i32,
+    /// Its pages on the fast node (queued moves counted done).
+    pub fast_pages: u64,
+    /// Its pages on the slow node.
+    pub slow_pages: u64,
+    /// Its pages on other nodes.
+    pub other_node_pages: u64,
+    /// Its pages promoted (confirmed).
+    pub promoted_pages: u64,
+    /// Its pages demoted (confirmed).
+    pub demoted_pages: u64,
+    /// Its pages a move_pages call did not move.
+    pub migrate_failures: u64,
+    /// Hinting faults delivered for its pages.
+    pub hint_faults: u64,
+    /// It exited or left the cgroup.
+    pub gone: bool,
+}
+
 /// The final summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
@@ -90,13 +117,18 @@ pub struct Summary {
     pub live_config: serde_json::Value,
     /// What the policy used live.
     pub facility: String,
-    /// Target pid.
+    /// The first process tiered (the command of `tierkit run`).
     pub pid: i32,
+    /// Every process tiered, in the order they were added.
+    pub pids: Vec<i32>,
+    /// Processes of a cgroup left alone (another user's, without CAP_SYS_PTRACE).
+    pub refused_pids: Vec<i32>,
     /// Fast node, slow node.
     pub nodes: [u32; 2],
     /// `--dry-run`.
     pub dry_run: bool,
-    /// Why the daemon stopped: `target-exited`, `duration`, `signal`.
+    /// Why the daemon stopped: `target-exited`, `cgroup-removed`, `duration`,
+    /// `signal`, `error`.
     pub end_reason: String,
     /// For `tierkit run`: the command's status as a shell reports it (its exit code,
     /// or 128 + the signal that killed it), which `run` exits with.
@@ -145,6 +177,26 @@ pub fn prometheus_text(s: &IntervalStats, policy: &str) -> String {
                     "# TYPE tierkit_{k} gauge\ntierkit_{k}{{policy=\"{policy}\"}} {x}\n"
                 ));
             }
+        }
+    }
+    // Per-process gauges, one series per pid.
+    type Field = (&'static str, fn(&ProcessStats) -> u64);
+    let fields: [Field; 6] = [
+        ("fast_pages", |p| p.fast_pages),
+        ("slow_pages", |p| p.slow_pages),
+        ("promoted_pages", |p| p.promoted_pages),
+        ("demoted_pages", |p| p.demoted_pages),
+        ("migrate_failures", |p| p.migrate_failures),
+        ("hint_faults", |p| p.hint_faults),
+    ];
+    for (name, get) in fields {
+        out.push_str(&format!("# TYPE tierkit_process_{name} gauge\n"));
+        for p in s.processes.iter().filter(|p| !p.gone) {
+            out.push_str(&format!(
+                "tierkit_process_{name}{{policy=\"{policy}\",pid=\"{}\"}} {}\n",
+                p.pid,
+                get(p)
+            ));
         }
     }
     out

@@ -57,12 +57,13 @@ fn drive(policy: &str, sets: &[String], pages: u64, hot: u64, secs: u64) -> (u64
         rate_pages_per_s: 25_600,
         max_queue_pages: 1 << 20,
     };
-    let mut m = LiveMechanisms::new(std::process::id() as i32, setup, limits, 1, true);
+    let mut m = LiveMechanisms::new(setup, limits, 1, true);
+    let me = m.add_process(std::process::id() as i32);
     m.set_node_free([1 << 20, 1 << 20]);
     let (pc, _) = tierkit_live::config::build(policy, sets, None).unwrap();
     let mut pol = pc.build(&BuildContext::default());
     let r = m
-        .refresh_placement(&[(p as u64, p as u64 + len as u64)])
+        .refresh_placement(me, &[(p as u64, p as u64 + len as u64)])
         .unwrap();
     m.set_time(Some(0));
     pol.init(&mut m);
@@ -107,9 +108,8 @@ fn drive(policy: &str, sets: &[String], pages: u64, hot: u64, secs: u64) -> (u64
             pol.on_event(&Event::Timer { id }, &mut m);
         }
         if t % (200 * MS) == 0 {
-            for (ft, vpn, tier, armed_at) in
-                m.add_snapshot(Snapshot::from_damon(t, 200 * MS, 5 * MS, &regions))
-            {
+            let snap = Snapshot::from_damon(t, 200 * MS, 5 * MS, &regions);
+            for (ft, _, vpn, tier, armed_at) in m.add_snapshots(vec![(me, snap)]) {
                 m.set_time(Some(ft.max(t - 200 * MS)));
                 let f = HintFault {
                     pid: Pid(0),

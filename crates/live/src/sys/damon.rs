@@ -1,8 +1,15 @@
 //! DAMON sysfs control (`/sys/kernel/mm/damon/admin`, Linux 5.18+): one kdamond
-//! with one context monitoring the target (`vaddr`, or `fvaddr` over explicit
+//! with one context monitoring the targets (`vaddr`, or `fvaddr` over explicit
 //! ranges), and a `stat` scheme matching every region, whose `tried_regions` give a
 //! snapshot of every region's `nr_accesses` and `age` (6.2+). The write sequence
 //! is the one in `shared/reference/qemu-numa.md`.
+//!
+//! Several processes share the one kdamond (the kernel adds no kdamond while one
+//! runs, so a second one could not be started beside the first): one target per
+//! process, and one `stat` scheme per target with a `target` filter (Linux 6.5+)
+//! that keeps only that target's regions, because a scheme's `tried_regions` do not
+//! say which target a region belongs to. A single target needs no filter, so one
+//! process works on older kernels too.
 //!
 //! DAMON is shared with other tools (damo, DAMON_RECLAIM-like setups). tierkit uses
 //! a kdamond of its own and never touches one it did not start: it records each
@@ -34,6 +41,15 @@ pub struct Attrs {
     pub min_nr_regions: u32,
     /// Most regions: the finest spatial resolution DAMON may reach.
     pub max_nr_regions: u32,
+}
+
+/// One monitored process: its pid, and for `fvaddr` the address ranges to watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// OS pid.
+    pub pid: i32,
+    /// `fvaddr` ranges `[start, end)` in bytes (ignored by `vaddr`).
+    pub ranges: Vec<(u64, u64)>,
 }
 
 /// One region of a snapshot.
@@ -172,15 +188,14 @@ pub struct Kdamond {
 
 impl Kdamond {
     /// Take a kdamond (one a dead tierkit daemon left, or a new one), configure it to
-    /// monitor `pid` with `ops` (`vaddr` or `fvaddr`; `ranges` are the fvaddr target
-    /// regions, ignored by vaddr) and turn it on. Fails, touching nothing, when
-    /// another tool's kdamond is on and no kdamond of tierkit's is free.
+    /// monitor `targets` with `ops` (`vaddr` or `fvaddr`) and turn it on. Fails,
+    /// touching nothing, when another tool's kdamond is on and no kdamond of tierkit's
+    /// is free.
     pub fn start(
         admin: &Path,
         registry: &Path,
-        pid: i32,
+        targets: &[Target],
         ops: &str,
-        ranges: &[(u64, u64)],
         a: &Attrs,
     ) -> io::Result<Kdamond> {
         let kds = admin.join("kdamonds");
@@ -214,13 +229,13 @@ impl Kdamond {
             owner,
             grown_from,
         };
-        me.configure(pid, ops, ranges, a)?;
+        me.configure(targets, ops, a)?;
         write(&me.kd.join("state"), "on")?;
         me.on = true;
         Ok(me)
     }
 
-    fn configure(&self, pid: i32, ops: &str, ranges: &[(u64, u64)], a: &Attrs) -> io::Result<()> {
+    fn configure(&self, targets: &[Target], ops: &str, a: &Attrs) -> io::Result<()> {
         write(&self.kd.join("contexts/nr_contexts"), "1")?;
         let c = self.ctx();
         write(&c.join("operations"), ops)?;
@@ -232,29 +247,53 @@ impl Kdamond {
         // max first: the defaults are 10..1000 and min must stay <= max at `on`.
         write(&nr.join("max"), &a.max_nr_regions.to_string())?;
         write(&nr.join("min"), &a.min_nr_regions.to_string())?;
-        write(&c.join("targets/nr_targets"), "1")?;
-        write(&c.join("targets/0/pid_target"), &pid.to_string())?;
-        if ops == "fvaddr" {
-            self.write_regions(ranges)?;
+        write(&c.join("targets/nr_targets"), &targets.len().to_string())?;
+        for (i, t) in targets.iter().enumerate() {
+            write(
+                &c.join(format!("targets/{i}/pid_target")),
+                &t.pid.to_string(),
+            )?;
+            if ops == "fvaddr" {
+                self.write_regions(i, &t.ranges)?;
+            }
         }
         let s = c.join("schemes");
-        write(&s.join("nr_schemes"), "1")?;
-        write(&s.join("0/action"), "stat")?;
-        // New schemes match nothing until the maxima are set (qemu-numa.md).
-        write(&s.join("0/access_pattern/sz/max"), &u64::MAX.to_string())?;
-        write(
-            &s.join("0/access_pattern/nr_accesses/max"),
-            &u32::MAX.to_string(),
-        )?;
-        write(&s.join("0/access_pattern/age/max"), &u32::MAX.to_string())
+        write(&s.join("nr_schemes"), &targets.len().max(1).to_string())?;
+        for i in 0..targets.len().max(1) {
+            let sc = s.join(i.to_string());
+            write(&sc.join("action"), "stat")?;
+            // New schemes match nothing until the maxima are set (qemu-numa.md).
+            write(&sc.join("access_pattern/sz/max"), &u64::MAX.to_string())?;
+            write(
+                &sc.join("access_pattern/nr_accesses/max"),
+                &u32::MAX.to_string(),
+            )?;
+            write(&sc.join("access_pattern/age/max"), &u32::MAX.to_string())?;
+            if targets.len() > 1 {
+                // Keep target i only: filter out what does not match it (`matching`
+                // N; with 6.14's `allow` left at its default N this still rejects).
+                let f = sc.join("filters");
+                write(&f.join("nr_filters"), "1")
+                    .and_then(|()| write(&f.join("0/type"), "target"))
+                    .and_then(|()| write(&f.join("0/target_idx"), &i.to_string()))
+                    .and_then(|()| write(&f.join("0/matching"), "N"))
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("monitoring several processes needs DAMOS target filters (Linux 6.5+): {e}"),
+                        )
+                    })?;
+            }
+        }
+        Ok(())
     }
 
     fn ctx(&self) -> PathBuf {
         self.kd.join("contexts/0")
     }
 
-    fn write_regions(&self, ranges: &[(u64, u64)]) -> io::Result<()> {
-        let r = self.ctx().join("targets/0/regions");
+    fn write_regions(&self, target: usize, ranges: &[(u64, u64)]) -> io::Result<()> {
+        let r = self.ctx().join(format!("targets/{target}/regions"));
         write(&r.join("nr_regions"), &ranges.len().to_string())?;
         for (i, (s, e)) in ranges.iter().enumerate() {
             // Zero both first so a shrinking start never passes the old end.
@@ -265,18 +304,39 @@ impl Kdamond {
         Ok(())
     }
 
-    /// fvaddr: replace the target ranges and `commit` them to the running kdamond.
-    pub fn set_ranges(&self, ranges: &[(u64, u64)]) -> io::Result<()> {
-        self.write_regions(ranges)?;
+    /// fvaddr: replace the targets' ranges (the same targets, in the same order) and
+    /// `commit` them to the running kdamond.
+    pub fn set_ranges(&self, targets: &[Target]) -> io::Result<()> {
+        for (i, t) in targets.iter().enumerate() {
+            self.write_regions(i, &t.ranges)?;
+        }
         write(&self.kd.join("state"), "commit")
     }
 
     /// Ask for the regions of the latest aggregation (`update_schemes_tried_regions`;
-    /// the kernel answers at the scheme's next apply, so this blocks up to one
-    /// aggregation interval) and read them.
-    pub fn snapshot(&self) -> io::Result<Vec<Region>> {
+    /// the kernel answers at the schemes' next apply, so this blocks up to one
+    /// aggregation interval) and read them: one list per target, in target order.
+    pub fn snapshot(&self, nr_targets: usize) -> io::Result<Vec<Vec<Region>>> {
         write(&self.kd.join("state"), "update_schemes_tried_regions")?;
-        read_tried_regions(&self.ctx().join("schemes/0/tried_regions"))
+        (0..nr_targets.max(1))
+            .map(|i| read_tried_regions(&self.ctx().join(format!("schemes/{i}/tried_regions"))))
+            .collect()
+    }
+
+    /// Monitor a new set of targets (processes joined or left): the kdamond is turned
+    /// off, configured afresh and turned on again, in place (DAMON's regions of the
+    /// targets that stay start over). It stays this daemon's.
+    pub fn retarget(&mut self, targets: &[Target], ops: &str, a: &Attrs) -> io::Result<()> {
+        if self.state() != Some(false) {
+            write(&self.kd.join("state"), "off")?;
+            // The kdamond thread ends asynchronously; `on` fails until it has.
+            let t = std::time::Instant::now();
+            while self.state() != Some(false) && t.elapsed() < std::time::Duration::from_secs(5) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        self.on = false;
+        self.restart(targets, ops, a)
     }
 
     /// True while the kdamond runs (it stops by itself when its target exits).
@@ -299,18 +359,12 @@ impl Kdamond {
     /// afresh and turn it on. It stays this daemon's (no `nr_kdamonds` change, which
     /// the kernel would refuse while another kdamond runs). A kdamond that is still on
     /// is left as it is.
-    pub fn restart(
-        &mut self,
-        pid: i32,
-        ops: &str,
-        ranges: &[(u64, u64)],
-        a: &Attrs,
-    ) -> io::Result<()> {
+    pub fn restart(&mut self, targets: &[Target], ops: &str, a: &Attrs) -> io::Result<()> {
         if self.state() == Some(true) {
             return Ok(());
         }
         self.on = false;
-        self.configure(pid, ops, ranges, a)?;
+        self.configure(targets, ops, a)?;
         write(&self.kd.join("state"), "on")?;
         self.on = true;
         Ok(())
@@ -421,15 +475,21 @@ mod tests {
             let kds = root.join("admin/kdamonds");
             for i in 0..dirs {
                 let c = kds.join(format!("{i}/contexts/0"));
-                for d in [
-                    "monitoring_attrs/intervals",
-                    "monitoring_attrs/nr_regions",
-                    "targets/0/regions",
-                    "schemes/0/access_pattern/sz",
-                    "schemes/0/access_pattern/nr_accesses",
-                    "schemes/0/access_pattern/age",
-                ] {
+                for d in ["monitoring_attrs/intervals", "monitoring_attrs/nr_regions"] {
                     std::fs::create_dir_all(c.join(d)).unwrap();
+                }
+                // Two targets' and two schemes' directories (the kernel makes them
+                // when nr_targets / nr_schemes are written).
+                for t in 0..2 {
+                    for d in [
+                        format!("targets/{t}/regions/0"),
+                        format!("schemes/{t}/access_pattern/sz"),
+                        format!("schemes/{t}/access_pattern/nr_accesses"),
+                        format!("schemes/{t}/access_pattern/age"),
+                        format!("schemes/{t}/filters/0"),
+                    ] {
+                        std::fs::create_dir_all(c.join(d)).unwrap();
+                    }
                 }
                 std::fs::write(c.join("avail_operations"), "vaddr fvaddr paddr\n").unwrap();
             }
@@ -458,6 +518,13 @@ mod tests {
         }
     }
 
+    fn one(pid: i32) -> Vec<Target> {
+        vec![Target {
+            pid,
+            ranges: Vec::new(),
+        }]
+    }
+
     const ATTRS: Attrs = Attrs {
         sample_us: 5000,
         aggr_us: 100_000,
@@ -469,7 +536,7 @@ mod tests {
     #[test]
     fn another_tools_running_kdamond_is_left_alone() {
         let f = FakeDamon::new("busy", &["on"], 2);
-        let e = Kdamond::start(&f.admin(), &f.registry(), 1, "vaddr", &[], &ATTRS).unwrap_err();
+        let e = Kdamond::start(&f.admin(), &f.registry(), &one(1), "vaddr", &ATTRS).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ResourceBusy);
         assert!(
             e.to_string().contains("[0]") && e.to_string().contains("another tool"),
@@ -487,7 +554,7 @@ mod tests {
         // Before: tierkit wrote nr_kdamonds 1 and configured kdamond 0, whoever's it was.
         let f = FakeDamon::new("idle", &["off"], 2);
         assert!(can_start(&f.admin(), &f.registry()).is_ok());
-        let mut k = Kdamond::start(&f.admin(), &f.registry(), 77, "vaddr", &[], &ATTRS).unwrap();
+        let mut k = Kdamond::start(&f.admin(), &f.registry(), &one(77), "vaddr", &ATTRS).unwrap();
         assert_eq!(f.read("nr_kdamonds").as_deref(), Some("2"));
         assert_eq!(f.read("1/state").as_deref(), Some("on"));
         assert_eq!(
@@ -519,7 +586,7 @@ mod tests {
         // A pid that cannot exist (above pid_max's ceiling), so the owner is dead.
         std::fs::write(owner_file(&f.registry(), 0), "4194400 12345\n").unwrap();
         assert!(can_start(&f.admin(), &f.registry()).is_ok());
-        let k = Kdamond::start(&f.admin(), &f.registry(), 78, "vaddr", &[], &ATTRS).unwrap();
+        let k = Kdamond::start(&f.admin(), &f.registry(), &one(78), "vaddr", &ATTRS).unwrap();
         assert_eq!(
             f.read("nr_kdamonds").as_deref(),
             Some("1"),
@@ -549,11 +616,11 @@ mod tests {
         // observer gave ours back and asked for a new one, which the kernel refuses
         // while kdamond 0 runs: "could not be restarted".
         let f = FakeDamon::new("restart", &["off"], 2);
-        let mut k = Kdamond::start(&f.admin(), &f.registry(), 77, "vaddr", &[], &ATTRS).unwrap();
+        let mut k = Kdamond::start(&f.admin(), &f.registry(), &one(77), "vaddr", &ATTRS).unwrap();
         std::fs::write(f.admin().join("kdamonds/0/state"), "on\n").unwrap();
         std::fs::write(f.admin().join("kdamonds/1/state"), "off\n").unwrap();
         assert_eq!(k.state(), Some(false));
-        k.restart(78, "vaddr", &[], &ATTRS).unwrap();
+        k.restart(&one(78), "vaddr", &ATTRS).unwrap();
         assert_eq!(f.read("1/state").as_deref(), Some("on"));
         assert_eq!(
             f.read("1/contexts/0/targets/0/pid_target").as_deref(),
@@ -570,6 +637,82 @@ mod tests {
         std::fs::write(f.admin().join("kdamonds/1/state"), "\n").unwrap();
         assert_eq!(k.state(), None);
         assert!(!k.running());
+    }
+
+    #[test]
+    fn several_processes_share_one_kdamond_with_a_filtered_scheme_each() {
+        let f = FakeDamon::new("multi", &[], 1);
+        let two = vec![
+            Target {
+                pid: 41,
+                ranges: vec![(4096, 8192)],
+            },
+            Target {
+                pid: 42,
+                ranges: vec![(4096, 16384)],
+            },
+        ];
+        let mut k = Kdamond::start(&f.admin(), &f.registry(), &two, "fvaddr", &ATTRS).unwrap();
+        let c = "0/contexts/0";
+        assert_eq!(
+            f.read(&format!("{c}/targets/nr_targets")).as_deref(),
+            Some("2")
+        );
+        for (i, pid, end) in [(0, "41", "8192"), (1, "42", "16384")] {
+            assert_eq!(
+                f.read(&format!("{c}/targets/{i}/pid_target")).as_deref(),
+                Some(pid)
+            );
+            assert_eq!(
+                f.read(&format!("{c}/targets/{i}/regions/0/end")).as_deref(),
+                Some(end)
+            );
+            // Scheme i keeps target i only: a `target` filter that rejects the rest.
+            let flt = format!("{c}/schemes/{i}/filters/0");
+            assert_eq!(f.read(&format!("{flt}/type")).as_deref(), Some("target"));
+            assert_eq!(f.read(&format!("{flt}/target_idx")), Some(i.to_string()));
+            assert_eq!(f.read(&format!("{flt}/matching")).as_deref(), Some("N"));
+        }
+        assert_eq!(
+            f.read(&format!("{c}/schemes/nr_schemes")).as_deref(),
+            Some("2")
+        );
+        // Each scheme's tried regions are its target's snapshot.
+        let tried = |i: usize, start: u64| {
+            let d = f
+                .admin()
+                .join(format!("kdamonds/{c}/schemes/{i}/tried_regions/0"));
+            std::fs::create_dir_all(&d).unwrap();
+            for (k, v) in [
+                ("start", start),
+                ("end", start + 4096),
+                ("nr_accesses", 3),
+                ("age", 1),
+            ] {
+                std::fs::write(d.join(k), format!("{v}\n")).unwrap();
+            }
+        };
+        tried(0, 4096);
+        tried(1, 12288);
+        let snaps = k.snapshot(2).unwrap();
+        assert_eq!(snaps.len(), 2);
+        assert_eq!((snaps[0][0].start, snaps[1][0].start), (4096, 12288));
+        // One process leaves: the kdamond is reconfigured in place for the other.
+        k.retarget(&one(42), "vaddr", &ATTRS).unwrap();
+        assert_eq!(f.read("0/state").as_deref(), Some("on"));
+        assert_eq!(
+            f.read(&format!("{c}/targets/nr_targets")).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            f.read(&format!("{c}/targets/0/pid_target")).as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            f.read("nr_kdamonds").as_deref(),
+            Some("1"),
+            "no kdamond added"
+        );
     }
 
     #[test]

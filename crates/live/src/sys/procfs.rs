@@ -184,6 +184,33 @@ pub fn alive(pid: i32) -> bool {
     read_status(pid).is_some_and(|s| s.state != 'Z' && s.state != 'X')
 }
 
+/// The processes of cgroup v2 directory `dir` and of every cgroup below it (their
+/// `cgroup.procs`), sorted. An error when `dir` itself is no cgroup (or is gone); a
+/// child cgroup removed during the walk is skipped.
+pub fn cgroup_members(dir: &std::path::Path) -> std::io::Result<Vec<i32>> {
+    let mut pids: Vec<i32> = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut first = true;
+    while let Some(d) = stack.pop() {
+        match std::fs::read_to_string(d.join("cgroup.procs")) {
+            Ok(text) => pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok())),
+            Err(e) if first => return Err(e),
+            Err(_) => continue,
+        }
+        first = false;
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Ok(pids)
+}
+
 /// Pages per node summed over the lines of `/proc/PID/numa_maps` (`N0=12 N1=3`),
 /// indexed by node id.
 pub fn parse_numa_maps(text: &str) -> Vec<u64> {
@@ -210,6 +237,19 @@ pub fn parse_numa_maps(text: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cgroup_members_cover_the_subtree_and_a_missing_cgroup_is_an_error() {
+        let d = std::env::temp_dir().join(format!("tierkit-cgroup-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("a/b")).unwrap();
+        std::fs::write(d.join("cgroup.procs"), "30\n10\n").unwrap();
+        std::fs::write(d.join("a/cgroup.procs"), "").unwrap();
+        std::fs::write(d.join("a/b/cgroup.procs"), "20\n10\n").unwrap();
+        assert_eq!(cgroup_members(&d).unwrap(), vec![10, 20, 30]);
+        assert!(cgroup_members(&d.join("nope")).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     const MAPS: &str = "\
 55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1311 /usr/bin/hog

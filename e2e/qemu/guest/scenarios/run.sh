@@ -3,6 +3,7 @@
 . /scenarios/sanity.sh
 . /scenarios/tiering.sh
 . /scenarios/faults.sh
+. /scenarios/multi.sh
 SCENARIO=$1
 FAULT_POLICY=$(sed -n 's/.*tk\.fault_policy=\([^ ]*\).*/\1/p' /proc/cmdline)
 : "${FAULT_POLICY:=multiclock}"
@@ -23,6 +24,8 @@ fault-single-node) fault_single_node ;;
 fault-run-status) fault_run_status ;;
 fault-damon-busy) fault_damon_busy ;;
 fault-pinned) fault_pinned ;;
+multi-pid) multi_pid ;;
+multi-cgroup) multi_cgroup ;;
 *) fail "unknown scenario '$1'" ;;
 esac
 exit 0
