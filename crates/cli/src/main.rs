@@ -177,7 +177,11 @@ fn real_main() -> Result<()> {
                 .collect();
             let msg = msg.join(" ");
             let msg = msg.trim_start_matches("error: ");
-            let msg = if msg.is_empty() { "invalid arguments" } else { msg };
+            let msg = if msg.is_empty() {
+                "invalid arguments"
+            } else {
+                msg
+            };
             anyhow::bail!("{msg} (see `tierkit --help`)");
         }
     };

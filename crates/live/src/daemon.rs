@@ -378,6 +378,7 @@ impl Observer {
                 std::io::ErrorKind::PermissionDenied => LiveError::privilege(format!(
                     "DAMON sysfs refused a write ({e}); run tierkit as root or give it CAP_DAC_OVERRIDE"
                 )),
+                std::io::ErrorKind::Unsupported => LiveError::usage(e.to_string()),
                 _ => LiveError::runtime(format!(
                     "cannot start a DAMON kdamond with {ops} operations: {e}"
                 )),

@@ -498,7 +498,8 @@ impl LiveMechanisms {
 
     /// Re-read the placement of `pid`'s private anonymous byte ranges `byte_ranges`
     /// (sorted): one move_pages query over every mapped page, pending moves kept as
-    /// the policy's view. `NoProcess` marks the process gone.
+    /// the policy's view. On `NoProcess` the caller removes the process
+    /// ([`LiveMechanisms::remove_process`]) and tells the policy.
     pub fn refresh_placement(
         &mut self,
         pid: Pid,
@@ -544,13 +545,7 @@ impl LiveMechanisms {
         self.counters.queried_pages += addrs.len() as u64;
         let queried = move_pages::query(os_pid, &addrs);
         self.counters.query_ns += t.elapsed().as_nanos() as u64;
-        let queried = match queried {
-            Err(CallError::NoProcess) => {
-                self.remove_process(pid);
-                return Err(CallError::NoProcess);
-            }
-            other => other?,
-        };
+        let queried = queried?;
         let mut queried = queried.into_iter();
         let st: Vec<PageStatus> = mapped
             .iter()
@@ -662,8 +657,8 @@ impl LiveMechanisms {
     }
 
     /// Carry out the next batch the rate cap allows: one move_pages(2) call per
-    /// process in it. A call that fails as a whole is reverted and reported; a
-    /// process found gone (`NoProcess`) stops being tracked.
+    /// process in it. A call that fails as a whole is reverted and reported (for a
+    /// process found gone, `NoProcess`, the caller removes it and tells the policy).
     pub fn flush_moves(&mut self, now: Nanos) -> Flush {
         let batch = self.mover.next_batch(now);
         let mut out = Flush {
@@ -709,9 +704,6 @@ impl LiveMechanisms {
                     self.counters.fail_other += group.len() as u64;
                     if let Some(p) = self.procs.get_mut(pid.0 as usize) {
                         p.counters.migrate_failures += group.len() as u64;
-                    }
-                    if e == CallError::NoProcess {
-                        self.remove_process(pid);
                     }
                     out.failed.push((pid, e));
                 }

@@ -275,12 +275,14 @@ impl Kdamond {
                 let f = sc.join("filters");
                 write(&f.join("nr_filters"), "1")
                     .and_then(|()| write(&f.join("0/type"), "target"))
-                    .and_then(|()| write(&f.join("0/target_idx"), &i.to_string()))
+                    .and_then(|()| write(&f.join("0/damon_target_idx"), &i.to_string()))
                     .and_then(|()| write(&f.join("0/matching"), "N"))
                     .map_err(|e| {
+                        // sysfs answers EACCES for a file it does not have: say what is
+                        // missing rather than blame privileges.
                         io::Error::new(
-                            e.kind(),
-                            format!("monitoring several processes needs DAMOS target filters (Linux 6.5+): {e}"),
+                            io::ErrorKind::Unsupported,
+                            format!("monitoring several processes with one kdamond needs DAMOS target filters (Linux 6.5+): {e}"),
                         )
                     })?;
             }
@@ -670,7 +672,10 @@ mod tests {
             // Scheme i keeps target i only: a `target` filter that rejects the rest.
             let flt = format!("{c}/schemes/{i}/filters/0");
             assert_eq!(f.read(&format!("{flt}/type")).as_deref(), Some("target"));
-            assert_eq!(f.read(&format!("{flt}/target_idx")), Some(i.to_string()));
+            assert_eq!(
+                f.read(&format!("{flt}/damon_target_idx")),
+                Some(i.to_string())
+            );
             assert_eq!(f.read(&format!("{flt}/matching")).as_deref(), Some("N"));
         }
         assert_eq!(
