@@ -269,3 +269,61 @@ fault_pinned() {
     check $? "the 8 pinned pages stayed on node 1 ($hot_n1 hot pages there) and count as failed moves ($failures)"
     stop_target
 }
+
+# fault-fast-full: another process fills the fast node, leaving less free than the
+# target's 112 MiB hot set. The daemon must not end (the kernel's ENOMEM, or its own refusals,
+# are counted and retried, issue 17 point 3); once the other process exits, the rest of
+# the hot set must follow.
+fault_fast_full() {
+    start_target 128 112 1 || return 0
+    save_target T
+    free_kb=$(awk '/MemFree/ {print $4}' /sys/devices/system/node/node0/meminfo)
+    # Leave ~64 MiB free on node 0: about half the 112 MiB hot set. Not less: MemFree
+    # counts the DMA zone and the zones' lowmem reserves, which a user allocation bound
+    # to the node cannot have (24 MiB left made the filler itself the OOM killer's).
+    fill_mib=$(((free_kb / 1024) - 64))
+    if [ "$fill_mib" -lt 64 ]; then
+        fail "node 0 has only $((free_kb / 1024)) MiB free; cannot fill it"
+        return 0
+    fi
+    start_target $fill_mib 0 0 || return 0
+    save_target F
+    info "filler: $fill_mib MiB on node 0; node 0 now: $(grep MemFree /sys/devices/system/node/node0/meminfo | tr -s ' ')"
+    TPID=$T_PID TADDR=$T_ADDR TLEN=$T_LEN THOT=$T_HOT TOUT=$T_OUT
+    attach_daemon multiclock 1024 fault-fast-full
+    # Promotion into the room left, until it stops growing (3 polls) or 70 s.
+    t0=$(now_ms)
+    last=-1
+    same=0
+    while [ $(($(now_ms) - t0)) -lt 70000 ] && [ $same -lt 3 ]; do
+        sleep 2
+        place || break
+        if [ "$hot_n0" -gt 0 ] && [ "$hot_n0" -eq "$last" ]; then same=$((same + 1)); else same=0; fi
+        last=$hot_n0
+        kill -0 "$DPID" 2>/dev/null || break
+    done
+    alive=0
+    kill -0 "$DPID" 2>/dev/null && [ "$(awk '{print $3}' /proc/$DPID/stat 2>/dev/null)" != Z ] && alive=1
+    [ $alive -eq 1 ]
+    check $? "with the fast node full the daemon keeps running after $((($(now_ms) - t0) / 1000)) s (hot set $(pct "$hot_n0" "$hot")% on node 0, $hot_n0/$hot; node 0 $(grep MemFree /sys/devices/system/node/node0/meminfo | tr -s ' ' | cut -d' ' -f4-5))"
+    [ -s "$DSTATS" ] && info "daemon: $(tail -n1 "$DSTATS" | grep -o '"\(refused_migrations\|fail_nomem\|move_call_failures\|promoted_pages\)":[0-9]*' | tr '\n' ' ')"
+    [ $alive -eq 1 ] || { show "$DERR" "stderr|"; stop_saved F; stop_saved T; return 0; }
+    [ "$(pct "$hot_n0" "$hot")" -lt 90 ]
+    check $? "the full node limited promotion ($(pct "$hot_n0" "$hot")% of the hot set < 90%): the scenario tests what it says"
+    stop_saved F
+    TPID=$T_PID TADDR=$T_ADDR TLEN=$T_LEN THOT=$T_HOT TOUT=$T_OUT
+    t0=$(now_ms)
+    while [ $(($(now_ms) - t0)) -lt 90000 ]; do
+        sleep 2
+        place || break
+        [ "$(pct "$hot_n0" "$hot")" -ge 90 ] && break
+    done
+    [ "$(pct "$hot_n0" "$hot")" -ge 90 ]
+    check $? "after the other process exits the hot set follows: $(pct "$hot_n0" "$hot")% on node 0 ($hot_n0/$hot) after $((($(now_ms) - t0) / 1000)) s"
+    kill -TERM "$DPID"
+    wait_exit "$DPID" 15
+    [ $WAIT_RC -eq 0 ]
+    check $? "daemon stops cleanly (status $WAIT_RC)"
+    [ -s "$DERR" ] && show "$DERR" "stderr|"
+    stop_saved T
+}

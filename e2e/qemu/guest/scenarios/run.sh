@@ -24,6 +24,7 @@ fault-single-node) fault_single_node ;;
 fault-run-status) fault_run_status ;;
 fault-damon-busy) fault_damon_busy ;;
 fault-pinned) fault_pinned ;;
+fault-fast-full) fault_fast_full ;;
 multi-pid) multi_pid ;;
 multi-cgroup) multi_cgroup ;;
 *) fail "unknown scenario '$1'" ;;
