@@ -832,7 +832,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     let mut backoff = MoveBackoff::default();
     let mut samplers: Vec<(Pid, sampler::Sampler)> = Vec::new();
     let mut periods = [DEFAULT_SAMPLE_PERIOD; 2];
-    members.sync(&mut running, &mut mech, None);
+    members.sync(&mut running, &mut mech, None, &mut floor);
     if started {
         policy.init(&mut mech);
     }
@@ -937,7 +937,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                 break;
             } else if observer.is_none() {
                 // Start the kdamond as soon as a target has anonymous memory.
-                members.sync(&mut running, &mut mech, None);
+                members.sync(&mut running, &mut mech, None, &mut floor);
                 let ranges: AnonRanges = mech
                     .live_processes()
                     .into_iter()
@@ -1030,7 +1030,7 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
         if now >= next_refresh {
             let per_interval =
                 (live.rate_pages_per_s * live.interval_ms / 1000).max(live.batch_pages as u64);
-            members.sync(&mut running, &mut mech, Some(policy.as_mut()));
+            members.sync(&mut running, &mut mech, Some(policy.as_mut()), &mut floor);
             match refresh(
                 &mut mech,
                 policy.as_mut(),
@@ -1104,7 +1104,9 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                 let os_pid = mech.os_pid(pid).unwrap_or(0);
                 match move_failure(e, os_pid) {
                     // The mechanisms stopped tracking it; its pages leave the policy.
-                    MoveFailure::TargetGone => process_left(&mut mech, policy.as_mut(), pid),
+                    MoveFailure::TargetGone => {
+                        process_left(&mut mech, policy.as_mut(), pid, &mut floor)
+                    }
                     MoveFailure::Fatal(err) => fatal = Some(err),
                     MoveFailure::Retry(why) => retry = Some(why),
                 }
@@ -1113,6 +1115,14 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                 failure = Some(err);
                 end_reason = "error";
                 break;
+            }
+            if retry.is_none() && flush.nomem_pages > 0 {
+                // Pages the node had no room for: wait before trying them again, as
+                // for a call that failed with ENOMEM.
+                retry = Some(format!(
+                    "{} page(s) could not move: the target node is full (ENOMEM)",
+                    flush.nomem_pages
+                ));
             }
             match retry {
                 Some(why) => {
@@ -1252,6 +1262,7 @@ impl Membership {
         running: &mut Running,
         mech: &mut LiveMechanisms,
         mut policy: Option<&mut dyn Policy>,
+        floor: &mut Nanos,
     ) {
         let Some(now) = running.current() else {
             return;
@@ -1259,7 +1270,7 @@ impl Membership {
         for (pid, os) in mech.live_processes() {
             if !now.contains(&os) || !procfs::alive(os) {
                 match policy.as_deref_mut() {
-                    Some(p) => process_left(mech, p, pid),
+                    Some(p) => process_left(mech, p, pid, floor),
                     None => {
                         mech.remove_process(pid);
                     }
@@ -1287,9 +1298,10 @@ impl Membership {
 
 /// Process `pid` left (exited, left the cgroup, or was found gone): stop tracking it
 /// and tell the policy its memory is gone.
-fn process_left(mech: &mut LiveMechanisms, policy: &mut dyn Policy, pid: Pid) {
+fn process_left(mech: &mut LiveMechanisms, policy: &mut dyn Policy, pid: Pid, floor: &mut Nanos) {
     let ranges = mech.remove_process(pid);
-    mech.set_time(Some(mech.elapsed()));
+    *floor = (*floor).max(mech.elapsed());
+    mech.set_time(Some(*floor));
     for (start_vpn, nr_pages) in ranges {
         policy.on_event(
             &Event::Munmap {
@@ -1328,7 +1340,7 @@ fn refresh(
         let maps = match procfs::read_maps(os_pid) {
             Ok(m) => m,
             Err(_) if !procfs::alive(os_pid) => {
-                process_left(mech, policy, pid);
+                process_left(mech, policy, pid, floor);
                 continue;
             }
             Err(e) => {
@@ -1342,7 +1354,7 @@ fn refresh(
             Ok(r) => r,
             Err(e) => match move_failure(e, os_pid) {
                 MoveFailure::TargetGone => {
-                    process_left(mech, policy, pid);
+                    process_left(mech, policy, pid, floor);
                     continue;
                 }
                 MoveFailure::Fatal(err) => return Err(err),
@@ -1430,6 +1442,7 @@ fn line(mech: &LiveMechanisms, cpu0: u64) -> IntervalStats {
         fail_nomem: c.fail_nomem,
         fail_gone: c.fail_gone,
         fail_other: c.fail_other,
+        retried_moves: c.retried_moves,
         refused_migrations: c.refused_migrations,
         hint_faults: c.hint_faults,
         young_tests: c.young_tests,

@@ -58,8 +58,11 @@ pub struct Counters {
     pub demoted_pages: u64,
     /// Demotions the daemon queued itself to hold the fast budget.
     pub budget_demote_requests: u64,
-    /// Pages a move_pages call did not move, any reason.
+    /// Pages a move_pages call did not move, any reason (each failed try counts).
     pub migrate_failures: u64,
+    /// Moves queued again after a try that failed for a passing reason (EBUSY, ENOMEM,
+    /// a call failing with ENOMEM or EAGAIN), at most `mover::MOVE_ATTEMPTS` tries each.
+    pub retried_moves: u64,
     /// ... of which `-EBUSY`.
     pub fail_busy: u64,
     /// ... of which `-ENOMEM` (target node full).
@@ -255,8 +258,11 @@ impl Process {
 pub struct Flush {
     /// Pages handed to move_pages(2) (or counted, under `--dry-run`).
     pub pages: usize,
-    /// Calls that failed as a whole, per process (their moves were reverted).
+    /// Calls that failed as a whole, per process (moves that may pass later are
+    /// queued again, the others reverted).
     pub failed: Vec<(Pid, CallError)>,
+    /// Pages the kernel could not move for want of memory on the target node.
+    pub nomem_pages: usize,
 }
 
 /// The live implementation of the mechanisms for the processes tiered. A process's
@@ -663,7 +669,7 @@ impl LiveMechanisms {
         let batch = self.mover.next_batch(now);
         let mut out = Flush {
             pages: batch.len(),
-            failed: Vec::new(),
+            ..Flush::default()
         };
         if batch.is_empty() {
             return out;
@@ -695,10 +701,17 @@ impl LiveMechanisms {
             self.counters.move_calls += 1;
             self.counters.move_pages_requested += group.len() as u64;
             match res {
-                Ok(st) => self.apply_statuses(&group, &st),
+                Ok(st) => out.nomem_pages += self.apply_statuses(&group, &st),
                 Err(e) => {
+                    // A call that may pass (ENOMEM, EAGAIN...) is tried again after the
+                    // daemon's back-off; the policy's view keeps the requested tier.
+                    let passing = matches!(e, CallError::Other(_));
                     for m in &group {
-                        self.revert(m, m.from.0);
+                        if passing && self.mover.retry(*m) {
+                            self.counters.retried_moves += 1;
+                        } else {
+                            self.revert(m, m.from.0);
+                        }
                     }
                     self.counters.migrate_failures += group.len() as u64;
                     self.counters.fail_other += group.len() as u64;
@@ -718,8 +731,11 @@ impl LiveMechanisms {
         }
     }
 
-    /// Account one batch's per-page statuses and correct the cache.
-    pub fn apply_statuses(&mut self, batch: &[Move], st: &[PageStatus]) {
+    /// Account one batch's per-page statuses and correct the cache; a page that failed
+    /// for a passing reason (EBUSY, ENOMEM) is queued again until its attempts run out.
+    /// Returns the pages that failed with ENOMEM (the target node is full).
+    pub fn apply_statuses(&mut self, batch: &[Move], st: &[PageStatus]) -> usize {
+        let mut nomem = 0;
         for (m, s) in batch.iter().zip(st) {
             let i = m.pid.0 as usize;
             match *s {
@@ -748,12 +764,19 @@ impl LiveMechanisms {
                             self.counters.fail_other += 1;
                             self.node_to_tier(n)
                         }
-                        PageStatus::Busy => {
-                            self.counters.fail_busy += 1;
-                            m.from.0
-                        }
-                        PageStatus::NoMem => {
-                            self.counters.fail_nomem += 1;
+                        PageStatus::Busy | PageStatus::NoMem => {
+                            if matches!(other, PageStatus::Busy) {
+                                self.counters.fail_busy += 1;
+                            } else {
+                                self.counters.fail_nomem += 1;
+                                nomem += 1;
+                            }
+                            // Passing: tried again later, the policy's view kept (as
+                            // the kernel keeps a page it could not isolate this time).
+                            if self.mover.retry(*m) {
+                                self.counters.retried_moves += 1;
+                                continue;
+                            }
                             m.from.0
                         }
                         PageStatus::NotPresent | PageStatus::Fault => {
@@ -769,6 +792,7 @@ impl LiveMechanisms {
                 }
             }
         }
+        nomem
     }
 
     /// Add one DAMON read: a snapshot per process. Returns the hinting faults they
@@ -1314,44 +1338,82 @@ mod tests {
 
     #[test]
     fn statuses_update_counters_and_cache() {
-        let b = Buf::new(4, &[0, 1, 2]);
+        let b = Buf::new(4, &[0, 1, 2, 3]);
         let mut m = own(None, false);
         m.refresh_placement(P0, &[b.range()]).unwrap();
         let v = b.vpn();
-        for i in 0..3 {
+        for i in 0..4 {
             m.set_tier(P0, v + i, 0);
         }
-        let mv = |vpn| Move {
+        let mv = |vpn, attempts| Move {
             pid: P0,
             vpn,
             from: TierId(1),
             to: TierId(0),
+            attempts,
         };
-        // As if three promotions were queued: one lands, one is busy, one vanished.
-        m.apply_statuses(
-            &[mv(v), mv(v + 1), mv(v + 2)],
+        // As if four promotions were queued: one lands, one is busy, one vanished,
+        // one found the fast node full on its last try.
+        let nomem = m.apply_statuses(
+            &[
+                mv(v, 0),
+                mv(v + 1, 0),
+                mv(v + 2, 0),
+                mv(v + 3, crate::mover::MOVE_ATTEMPTS - 1),
+            ],
             &[
                 PageStatus::Node(0),
                 PageStatus::Busy,
                 PageStatus::NotPresent,
+                PageStatus::NoMem,
             ],
         );
+        assert_eq!(nomem, 1);
         let c = &m.counters;
         assert_eq!(
             (
                 c.promoted_pages,
                 c.fail_busy,
                 c.fail_gone,
-                c.migrate_failures
+                c.fail_nomem,
+                c.migrate_failures,
+                c.retried_moves
             ),
-            (1, 1, 1, 2)
+            (1, 1, 1, 1, 3, 1)
         );
+        // The busy page is tried again: queued, and still the requested tier to the
+        // policy. Before, it was put back on the slow tier for good, behind the
+        // policy's back (a policy that had moved it between its lists never asked
+        // again: seen in the guest's fault-fast-full scenario).
+        assert_eq!(m.mover.pending(P0, v + 1).map(|x| x.attempts), Some(1));
+        assert_eq!(m.page(P0, v + 1).unwrap().tier, TierId(0));
+        assert_eq!(m.page(P0, v + 2), None);
+        // Out of attempts: given up, back where it was.
+        assert!(m.mover.pending(P0, v + 3).is_none());
+        assert_eq!(m.page(P0, v + 3).unwrap().tier, TierId(1));
+    }
+
+    #[test]
+    fn a_call_that_may_pass_is_retried_and_one_that_cannot_is_reverted() {
+        let b = Buf::new(4, &[0]);
+        let mut m = own(None, false);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        // A node that does not exist: ENODEV (or EINVAL) for the whole call.
+        m.setup.nodes = [0, 4000];
         assert_eq!(
-            m.page(Pid(0), v + 1).unwrap().tier,
-            TierId(1),
-            "busy page back where it was"
+            m.migrate(P0, b.vpn(), TierId(1), MigrateMode::Async),
+            Ok(())
         );
-        assert_eq!(m.page(Pid(0), v + 2), None);
+        let f = m.flush_moves(m.elapsed());
+        let passing = matches!(f.failed[0].1, CallError::Other(_));
+        assert_eq!(m.counters.retried_moves, passing as u64);
+        assert_eq!(m.mover.len(), passing as usize);
+        assert_eq!(
+            m.tier_pages(),
+            if passing { [0, 1] } else { [1, 0] },
+            "{:?}",
+            f.failed
+        );
     }
 
     #[test]

@@ -28,7 +28,15 @@ pub struct Move {
     pub from: TierId,
     /// Tier asked for.
     pub to: TierId,
+    /// Tries that failed for a passing reason (the target node full, the page busy).
+    pub attempts: u8,
 }
+
+/// Tries of one move before it is given up: the first and the retries after passing
+/// failures (ENOMEM, EBUSY), each after the daemon's back-off, so a move waits through
+/// about a minute and a half of a full node (1 + 2 + 4 + 8 + 16 + 30 + 30 s) — the
+/// kernel's own migration retries a page 10 times, but within one call.
+pub const MOVE_ATTEMPTS: u8 = 8;
 
 /// The queue and its token bucket.
 #[derive(Debug, Clone)]
@@ -77,7 +85,13 @@ impl Mover {
         if self.pending.len() >= self.limits.max_queue_pages {
             return false;
         }
-        let m = Move { pid, vpn, from, to };
+        let m = Move {
+            pid,
+            vpn,
+            from,
+            to,
+            attempts: 0,
+        };
         self.count(&m, 1);
         self.pending.insert(key, m);
         self.order.push_back(key);
@@ -141,6 +155,24 @@ impl Mover {
         self.tokens = (self.tokens
             + dt as f64 * self.limits.rate_pages_per_s as f64 / NS_PER_SEC as f64)
             .min(cap);
+    }
+
+    /// Queue `m` again after a try that failed for a passing reason, at the back.
+    /// False, and nothing queued, when it has had its [`MOVE_ATTEMPTS`] or the policy
+    /// asked for the page again meanwhile.
+    pub fn retry(&mut self, m: Move) -> bool {
+        let key = (m.pid, m.vpn);
+        if m.attempts + 1 >= MOVE_ATTEMPTS || self.pending.contains_key(&key) {
+            return false;
+        }
+        let m = Move {
+            attempts: m.attempts + 1,
+            ..m
+        };
+        self.count(&m, 1);
+        self.pending.insert(key, m);
+        self.order.push_back(key);
+        true
     }
 
     /// The next batch allowed at `now` (empty if the bucket is dry or nothing waits).
@@ -270,9 +302,35 @@ mod tests {
                 pid: P,
                 vpn: 3,
                 from: S,
-                to: F
+                to: F,
+                attempts: 0
             }]
         );
+    }
+
+    #[test]
+    fn a_failed_move_is_retried_until_its_attempts_run_out() {
+        let mut m = Mover::new(limits());
+        m.enqueue(P, 5, S, F);
+        let mut tries = 0;
+        loop {
+            let b = m.next_batch((tries + 1) * NS_PER_SEC);
+            assert_eq!(b.len(), 1);
+            tries += 1;
+            assert_eq!(m.net_into(F), 0, "out of the queue while tried");
+            if !m.retry(b[0]) {
+                break;
+            }
+            assert_eq!(m.net_into(F), 1, "back in the queue");
+        }
+        assert_eq!(tries, MOVE_ATTEMPTS as u64);
+        assert!(m.is_empty());
+        // A page the policy asked for again meanwhile is not retried over it.
+        m.enqueue(P, 6, S, F);
+        let b = m.next_batch(100 * NS_PER_SEC);
+        m.enqueue(P, 6, S, F);
+        assert!(!m.retry(b[0]));
+        assert_eq!(m.len(), 1);
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct IntervalStats {
     pub fail_gone: u64,
     /// ... other.
     pub fail_other: u64,
+    /// Moves queued again after a passing failure (EBUSY, ENOMEM).
+    pub retried_moves: u64,
     /// `migrate` calls refused (no space in the budget, queue full).
     pub refused_migrations: u64,
     /// Hinting faults delivered.

@@ -14,6 +14,10 @@
  *    never touched again), with the TCG TLB-flush trick below, until SIGTERM or
  *    DURATION_S seconds (0 or absent: forever).
  *
+ * With HOTSET_PREFERRED in the environment the fill prefers NODE (MPOL_PREFERRED) instead
+ * of binding to it: a buffer larger than the node's free memory fills the node and the
+ * rest lands elsewhere, with no OOM kill.
+ *
  * With HOTSET_PIN_PAGES=N in the environment, the first N pages of the hot set are
  * pinned after the fill: vmsplice(2) hands them to a pipe that is never read, so the
  * pipe holds references to them and the kernel cannot migrate them (move_pages then
@@ -46,6 +50,7 @@
 
 #define PAGE 4096UL
 #define MPOL_DEFAULT 0
+#define MPOL_PREFERRED 1
 #define MPOL_BIND 2
 #define FLUSH_PAGES 64
 
@@ -127,8 +132,11 @@ int main(int argc, char **argv) {
 
     /* First touch under a bind policy: every page is allocated on NODE. */
     unsigned long mask = 1UL << node;
-    if (syscall(SYS_set_mempolicy, MPOL_BIND, &mask, 64UL) != 0) {
-        perror("hotset: set_mempolicy(MPOL_BIND)");
+    /* HOTSET_PREFERRED: fill NODE as far as the kernel lets an allocation go there and
+     * put the rest elsewhere, instead of binding (which OOM-kills at the node's end). */
+    int mode = getenv("HOTSET_PREFERRED") ? MPOL_PREFERRED : MPOL_BIND;
+    if (syscall(SYS_set_mempolicy, mode, &mask, 64UL) != 0) {
+        perror("hotset: set_mempolicy");
         return 1;
     }
     nwords = size / sizeof(uint64_t);

@@ -270,35 +270,38 @@ fault_pinned() {
     stop_target
 }
 
-# fault-fast-full: another process fills the fast node, leaving less free than the
-# target's 112 MiB hot set. The daemon must not end (the kernel's ENOMEM, or its own refusals,
-# are counted and retried, issue 17 point 3); once the other process exits, the rest of
-# the hot set must follow.
+# fault-fast-full: another process fills the fast node as far as the kernel lets it
+# (MPOL_PREFERRED: the overflow lands on node 1, no OOM kill), leaving less free than the
+# target's 32 MiB hot set. The daemon must not end (the kernel answers its moves with
+# ENOMEM, whole calls or pages: counted, backed off from and retried, issue 17 point 3);
+# once the other process exits, the hot set must follow.
 fault_fast_full() {
-    start_target 128 112 1 || return 0
+    start_target 48 32 1 || return 0
     save_target T
     free_kb=$(awk '/MemFree/ {print $4}' /sys/devices/system/node/node0/meminfo)
-    # Leave ~64 MiB free on node 0: about half the 112 MiB hot set. Not less: MemFree
-    # counts the DMA zone and the zones' lowmem reserves, which a user allocation bound
-    # to the node cannot have (24 MiB left made the filler itself the OOM killer's).
-    fill_mib=$(((free_kb / 1024) - 64))
-    if [ "$fill_mib" -lt 64 ]; then
-        fail "node 0 has only $((free_kb / 1024)) MiB free; cannot fill it"
-        return 0
-    fi
-    start_target $fill_mib 0 0 || return 0
+    fill_mib=$(((free_kb / 1024) + 64))
+    export HOTSET_PREFERRED=1
+    start_target $fill_mib 0 0
+    _ok=$?
+    unset HOTSET_PREFERRED
+    [ $_ok -eq 0 ] || return 0
     save_target F
     info "filler: $fill_mib MiB on node 0; node 0 now: $(grep MemFree /sys/devices/system/node/node0/meminfo | tr -s ' ')"
     TPID=$T_PID TADDR=$T_ADDR TLEN=$T_LEN THOT=$T_HOT TOUT=$T_OUT
     attach_daemon multiclock 1024 fault-fast-full
-    # Promotion into the room left, until it stops growing (3 polls) or 70 s.
+    # Promotion into the room left, until it stops growing (3 polls, after 30 s of
+    # warm-up and policy periods) or 70 s.
     t0=$(now_ms)
     last=-1
     same=0
     while [ $(($(now_ms) - t0)) -lt 70000 ] && [ $same -lt 3 ]; do
         sleep 2
         place || break
-        if [ "$hot_n0" -gt 0 ] && [ "$hot_n0" -eq "$last" ]; then same=$((same + 1)); else same=0; fi
+        if [ "$hot_n0" -eq "$last" ] && [ $(($(now_ms) - t0)) -ge 30000 ]; then
+            same=$((same + 1))
+        else
+            same=0
+        fi
         last=$hot_n0
         kill -0 "$DPID" 2>/dev/null || break
     done
