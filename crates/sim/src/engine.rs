@@ -358,7 +358,11 @@ impl Simulation {
             let inv_mlp = th.inv_mlp;
             let pid = th.process as u32;
             // The common case, accesses back to back, runs in this loop without
-            // leaving it; anything else (a map change, a slice's end) goes below.
+            // leaving it; anything else (a map change, a slice's end) goes below. The
+            // thread's clock lives in `clock` here: `access` takes and returns it (and
+            // writes it back for everyone else), so no access waits on the previous
+            // one's store of it.
+            let mut clock = self.machine.clocks[t];
             while let Some(&Op::Access {
                 addr,
                 write,
@@ -367,9 +371,8 @@ impl Simulation {
             {
                 // Compute that crosses the horizon ends the slice first, so timers due
                 // before this access fire before it, not after.
-                let clock = &mut self.machine.clocks[t];
-                if gap_ns > 0 && *clock + gap_ns as f64 * w >= horizon {
-                    *clock += gap_ns as f64 * w;
+                if gap_ns > 0 && clock + gap_ns as f64 * w >= horizon {
+                    self.machine.clocks[t] = clock + gap_ns as f64 * w;
                     if let Op::Access { gap_ns, .. } = &mut th.buf[th.pos] {
                         *gap_ns = 0;
                     }
@@ -379,9 +382,16 @@ impl Simulation {
                     self.machine.prefetch(t, *addr);
                 }
                 th.pos += 1;
-                self.machine
-                    .access(t, addr, write, gap_ns, inv_mlp, self.policy.as_mut())?;
-                if self.machine.slice_over(t, horizon, max_accesses) {
+                clock = self.machine.access(
+                    t,
+                    clock,
+                    addr,
+                    write,
+                    gap_ns,
+                    inv_mlp,
+                    self.policy.as_mut(),
+                )?;
+                if self.machine.slice_over_at(clock, horizon, max_accesses) {
                     return Ok(());
                 }
             }

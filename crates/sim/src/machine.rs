@@ -309,7 +309,13 @@ impl Machine {
     /// its access budget, or an operation set a timer due before `horizon`.
     #[inline]
     pub fn slice_over(&self, tid: usize, horizon: f64, max_accesses: u64) -> bool {
-        self.clocks[tid] >= horizon
+        self.slice_over_at(self.clocks[tid], horizon, max_accesses)
+    }
+
+    /// [`Machine::slice_over`] for a thread whose clock the caller holds.
+    #[inline]
+    pub fn slice_over_at(&self, clock: f64, horizon: f64, max_accesses: u64) -> bool {
+        clock >= horizon
             || self.counters.accesses >= max_accesses
             || self.earliest_new_timer < horizon
     }
@@ -514,17 +520,19 @@ impl Machine {
     pub fn access(
         &mut self,
         tid: usize,
+        clock: f64,
         addr: u64,
         write: bool,
         gap_ns: u32,
         inv_mlp: f64,
         policy: &mut dyn Policy,
-    ) -> Result<(), SimError> {
+    ) -> Result<f64, SimError> {
         let pid = self.thread_pid[tid];
         let w = self.event_weight;
-        // The thread's clock stays in a register on the common path; it is written
-        // back before anything else (the fault path, a policy) can read it.
-        let mut clock = self.clocks[tid] + gap_ns as f64 * w;
+        // The thread's clock comes in and goes out in a register (the engine's loop
+        // keeps it there from one access to the next, off the store-to-load path); it
+        // is written back before anything else (the fault path, a policy) can read it.
+        let mut clock = clock + gap_ns as f64 * w;
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];
@@ -594,9 +602,11 @@ impl Machine {
                     SampleKind::LlcLoadMiss
                 };
                 self.deliver_sample(tid, pid, vpn, tier, huge, kind, policy);
+                // The policy may have charged the thread.
+                return Ok(self.clocks[tid]);
             }
         }
-        Ok(())
+        Ok(clock)
     }
 
     /// The slow path of an access: fault the page in if it is not resident, and
