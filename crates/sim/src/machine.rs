@@ -514,9 +514,11 @@ impl Machine {
     }
 
     /// One access by global thread `tid` whose memory-level parallelism is
-    /// `1 / inv_mlp`. The hot path: on the common path (page resident, not armed) the
-    /// page state is looked up once and updated in place.
+    /// `1 / inv_mlp`, its clock `clock` when it starts; returns the clock after it.
+    /// The hot path: on the common path (page resident, not armed) the page state is
+    /// looked up once and updated in place.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub fn access(
         &mut self,
         tid: usize,
