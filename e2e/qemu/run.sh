@@ -34,7 +34,7 @@ KERNEL_META=linux-image-6.12-cloud-amd64
 # them with -s NAME or --extra.
 TWO_NODE=(sanity doctor promote-multiclock promote-damon-tiering promote-chrono-semiauto
     demote-multiclock fault-bad-pid fault-unprivileged fault-target-exit fault-daemon-kill fault-run-status
-    fault-damon-busy fault-pinned multi-pid multi-cgroup
+    fault-damon-busy fault-pinned fault-fast-full multi-pid multi-cgroup
     measure-multiclock measure-damon-tiering)
 EXTRA=(promote-linux-tiering promote-pet promote-chrono demote-damon-tiering control-nb)
 ONE_NODE=(sanity-1node fault-single-node)
