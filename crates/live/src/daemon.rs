@@ -554,6 +554,39 @@ struct Running {
 }
 
 impl Running {
+    /// Follow `target`; for a command, start it.
+    fn start(target: Target) -> Result<Running, LiveError> {
+        Ok(match target {
+            Target::Pids(p) => Running {
+                pid: p[0],
+                members: Members::Pids(p),
+                child: None,
+                name: String::new(),
+                status: None,
+            },
+            Target::Cgroup(dir) => Running {
+                pid: 0,
+                members: Members::Cgroup(dir),
+                child: None,
+                name: String::new(),
+                status: None,
+            },
+            Target::Command(cmd) => {
+                let child = std::process::Command::new(&cmd[0])
+                    .args(&cmd[1..])
+                    .spawn()
+                    .map_err(|e| LiveError::usage(format!("cannot start `{}`: {e}", cmd[0])))?;
+                Running {
+                    pid: child.id() as i32,
+                    members: Members::Command,
+                    child: Some(child),
+                    name: cmd[0].clone(),
+                    status: None,
+                }
+            }
+        })
+    }
+
     /// Why tiering must stop because of the targets, if it must: the command or
     /// every given process exited, or the cgroup was removed.
     fn ended(&mut self, mech: &LiveMechanisms) -> Option<&'static str> {
@@ -715,41 +748,13 @@ impl MoveBackoff {
 /// Attach to (or start) the targets and tier them until they exit (a cgroup: until
 /// it is removed), `--duration-s` passes, or a signal arrives.
 pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
-    let mut target_uids = Vec::new();
-    match &target {
-        Target::Pids(pids) => {
-            if pids.is_empty() {
-                return Err(LiveError::usage("give at least one process id"));
-            }
-            for p in pids {
-                let st = procfs::read_status(*p)
-                    .filter(|s| s.state != 'Z' && s.state != 'X')
-                    .ok_or_else(|| {
-                        LiveError::usage(format!(
-                            "no process with pid {p} (give the pid of a running process)"
-                        ))
-                    })?;
-                target_uids.push(st.uid);
-            }
-        }
-        Target::Cgroup(dir) => {
-            // Its members are checked as they join: another user's process without
-            // CAP_SYS_PTRACE is left alone with a warning, not an error.
-            procfs::cgroup_members(dir).map_err(|e| {
-                LiveError::usage(format!(
-                    "--cgroup {}: not a cgroup v2 directory ({e}); give a directory under /sys/fs/cgroup",
-                    dir.display()
-                ))
-            })?;
-        }
-        Target::Command(_) => {}
-    }
+    let target_uids = check_target(&target)?;
     let plan = plan(opts, &target_uids)?;
     let setup = tier_setup(&plan, opts.fast_budget_bytes)?;
     if procfs_numa_balancing_on() {
         eprintln!("tierkit: warning: kernel NUMA balancing is on and migrates pages too; set /proc/sys/kernel/numa_balancing to 0 for the policy alone");
     }
-    let mut stats_file = match &opts.stats_path {
+    let stats_file = match &opts.stats_path {
         Some(p) => Some(
             std::fs::File::create(p)
                 .map_err(|e| LiveError::usage(format!("--stats {}: {e}", p.display())))?,
@@ -769,210 +774,313 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
     // leaves it running unattended; a signal from now on stops tiering cleanly (the
     // command starts with the default dispositions: exec resets handlers).
     install_signal_handlers();
-    let mut policy = opts
+    let policy = opts
         .policy
         .try_build(&BuildContext::default())
         .map_err(|e| LiveError::usage(format!("policy `{}`: {e}", opts.policy.name())))?;
-    let mut running = match target {
-        Target::Pids(p) => Running {
-            pid: p[0],
-            members: Members::Pids(p),
-            child: None,
-            name: String::new(),
-            status: None,
-        },
-        Target::Cgroup(dir) => Running {
-            pid: 0,
-            members: Members::Cgroup(dir),
-            child: None,
-            name: String::new(),
-            status: None,
-        },
-        Target::Command(cmd) => {
-            let child = std::process::Command::new(&cmd[0])
-                .args(&cmd[1..])
-                .spawn()
-                .map_err(|e| LiveError::usage(format!("cannot start `{}`: {e}", cmd[0])))?;
-            Running {
-                pid: child.id() as i32,
-                members: Members::Command,
-                child: Some(child),
-                name: cmd[0].clone(),
-                status: None,
-            }
-        }
-    };
+    let running = Running::start(target)?;
     let live = &opts.live;
     let limits = MoverLimits {
         batch_pages: live.batch_pages,
         rate_pages_per_s: live.rate_pages_per_s,
         max_queue_pages: ((live.rate_pages_per_s * live.queue_s) as usize).max(live.batch_pages),
     };
-    let mut mech = LiveMechanisms::new(setup, limits, live.seed, opts.dry_run);
     let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
-    let mut members = Membership {
-        caps: caps::effective(),
-        my_uid: me,
-        refused: Vec::new(),
+    let mut d = Daemon {
+        opts,
+        mech: LiveMechanisms::new(setup, limits, live.seed, opts.dry_run),
+        members: Membership {
+            caps: caps::effective(),
+            my_uid: me,
+            refused: Vec::new(),
+        },
+        wants_alloc: policy.requirements().page_alloc_events,
+        policy,
+        running,
+        cpu0: stats::process_cpu_ns(),
+        deadline: opts.duration_s.map(|s| (s * 1e9) as Nanos),
+        stats_file,
+        prom,
+        observer: None,
+        inbox: Vec::new(),
+        floor: 0,
+        next_refresh: 0,
+        last_line: IntervalStats::default(),
+        // A policy that reads accessed bits starts only once DAMON has delivered its
+        // first snapshot: before it, every page would read "not accessed" and a first
+        // reclaim pass would demote the hot set as readily as the cold.
+        started: !plan.needs_damon,
+        first_snap: None,
+        backoff: MoveBackoff::default(),
+        samplers: Vec::new(),
+        periods: [DEFAULT_SAMPLE_PERIOD; 2],
+        plan,
     };
-    let cpu0 = stats::process_cpu_ns();
-    let wants_alloc = policy.requirements().page_alloc_events;
-    let interval_ns = live.interval_ms * NS_PER_MS;
-    let deadline = opts.duration_s.map(|s| (s * 1e9) as Nanos);
-    let mut observer: Option<Observer> = None;
-    let mut inbox: Vec<ObsMsg> = Vec::new();
-    let mut floor: Nanos = 0;
-    let mut next_refresh: Nanos = 0;
-    let mut last_line = IntervalStats::default();
-    // A policy that reads accessed bits starts only once DAMON has delivered its first
-    // snapshot: before it, every page would read "not accessed" and a first reclaim
-    // pass would demote the hot set as readily as the cold.
-    let mut started = !plan.needs_damon;
-    let mut first_snap: Option<Nanos> = None;
-    let mut backoff = MoveBackoff::default();
-    let mut samplers: Vec<(Pid, sampler::Sampler)> = Vec::new();
-    let mut periods = [DEFAULT_SAMPLE_PERIOD; 2];
-    members.sync(&mut running, &mut mech, None, &mut floor);
-    if started {
-        policy.init(&mut mech);
+    d.members
+        .sync(&mut d.running, &mut d.mech, None, &mut d.floor);
+    if d.started {
+        d.policy.init(&mut d.mech);
     }
-    let end_reason: &str;
-    let mut failure: Option<LiveError> = None;
-    loop {
+    let end = d.run_loop();
+    d.finish(end)
+}
+
+/// The checks of the targets before anything else; returns the uids of the processes
+/// given by pid.
+fn check_target(target: &Target) -> Result<Vec<u32>, LiveError> {
+    let mut uids = Vec::new();
+    match target {
+        Target::Pids(pids) => {
+            if pids.is_empty() {
+                return Err(LiveError::usage("give at least one process id"));
+            }
+            for p in pids {
+                let st = procfs::read_status(*p)
+                    .filter(|s| s.state != 'Z' && s.state != 'X')
+                    .ok_or_else(|| {
+                        LiveError::usage(format!(
+                            "no process with pid {p} (give the pid of a running process)"
+                        ))
+                    })?;
+                uids.push(st.uid);
+            }
+        }
+        Target::Cgroup(dir) => {
+            // Its members are checked as they join: another user's process without
+            // CAP_SYS_PTRACE is left alone with a warning, not an error.
+            procfs::cgroup_members(dir).map_err(|e| {
+                LiveError::usage(format!(
+                    "--cgroup {}: not a cgroup v2 directory ({e}); give a directory under /sys/fs/cgroup",
+                    dir.display()
+                ))
+            })?;
+        }
+        Target::Command(_) => {}
+    }
+    Ok(uids)
+}
+
+/// Why the daemon's loop ended: a reason (`signal`, `duration`, `target-exited`,
+/// `cgroup-removed`), or an error.
+enum End {
+    Reason(&'static str),
+    Failed(LiveError),
+}
+
+impl From<LiveError> for End {
+    fn from(e: LiveError) -> End {
+        End::Failed(e)
+    }
+}
+
+/// The daemon's state between the steps of its loop.
+struct Daemon<'a> {
+    opts: &'a Options,
+    plan: Plan,
+    policy: Box<dyn Policy>,
+    wants_alloc: bool,
+    mech: LiveMechanisms,
+    running: Running,
+    members: Membership,
+    cpu0: u64,
+    deadline: Option<Nanos>,
+    stats_file: Option<std::fs::File>,
+    prom: Option<Arc<Mutex<String>>>,
+    observer: Option<Observer>,
+    inbox: Vec<ObsMsg>,
+    /// Event times never go backwards: the latest time handed to the policy.
+    floor: Nanos,
+    next_refresh: Nanos,
+    last_line: IntervalStats,
+    started: bool,
+    first_snap: Option<Nanos>,
+    backoff: MoveBackoff,
+    samplers: Vec<(Pid, sampler::Sampler)>,
+    periods: [u64; 2],
+}
+
+impl Daemon<'_> {
+    /// The event loop, as DAMON's `kdamond_fn` reads: one named step after another
+    /// until one of them says why to stop.
+    fn run_loop(&mut self) -> End {
+        loop {
+            let step = (|| {
+                self.check_stop()?;
+                self.collect_observer();
+                self.sample()?;
+                if !self.started {
+                    self.warm_up()?;
+                }
+                self.handle_snapshots()?;
+                if !self.started {
+                    self.wait(Duration::from_millis(100));
+                    return Ok(());
+                }
+                self.refresh_if_due()?;
+                self.fire_timers();
+                self.move_batch()?;
+                self.sleep();
+                Ok(())
+            })();
+            if let Err(end) = step {
+                return end;
+            }
+        }
+    }
+
+    /// A signal, `--duration-s`, or the targets gone.
+    fn check_stop(&mut self) -> Result<(), End> {
         if STOP.load(Ordering::SeqCst) {
-            end_reason = "signal";
-            break;
+            return Err(End::Reason("signal"));
         }
-        let now = mech.elapsed();
-        if deadline.is_some_and(|d| now >= d) {
-            end_reason = "duration";
-            break;
+        if self.deadline.is_some_and(|d| self.mech.elapsed() >= d) {
+            return Err(End::Reason("duration"));
         }
-        if let Some(why) = running.ended(&mech) {
-            end_reason = why;
-            break;
+        match self.running.ended(&self.mech) {
+            Some(why) => Err(End::Reason(why)),
+            None => Ok(()),
         }
-        if let Some(o) = &observer {
-            inbox.extend(o.rx.try_iter());
+    }
+
+    /// A start failure of the observer: the targets' end if that is what it was.
+    fn start_failed(&mut self, e: LiveError) -> End {
+        match self.running.ended(&self.mech) {
+            Some(why) => End::Reason(why),
+            None => End::Failed(e),
         }
-        if plan.needs_sampling && started {
-            // The periods the policy set (MEMTIS adjusts them to its CPU budget) go
-            // to every event, and each tracked process gets its events.
-            if let Some(p) = mech.take_sample_periods() {
+    }
+
+    fn collect_observer(&mut self) {
+        if let Some(o) = &self.observer {
+            self.inbox.extend(o.rx.try_iter());
+        }
+    }
+
+    /// PEBS/IBS: open the events of processes that have none, hand on the periods the
+    /// policy set (MEMTIS adjusts them to its CPU budget), and deliver the samples
+    /// since the last pass as `Sample` events.
+    fn sample(&mut self) -> Result<(), End> {
+        if self.plan.needs_sampling && self.started {
+            if let Some(p) = self.mech.take_sample_periods() {
                 for (kind, i) in [(SampleKind::LlcLoadMiss, 0), (SampleKind::Store, 1)] {
                     if p[i] > 0 {
-                        periods[i] = p[i];
-                        for (_, s) in &mut samplers {
+                        self.periods[i] = p[i];
+                        for (_, s) in &mut self.samplers {
                             s.set_period(kind, p[i]);
                         }
                     }
                 }
             }
-            samplers.retain(|(pid, _)| mech.is_live(*pid));
-            let mut open_failed = None;
-            for (pid, os_pid) in mech.live_processes() {
-                if samplers.iter().any(|(p, _)| *p == pid) {
+            let mech = &self.mech;
+            self.samplers.retain(|(pid, _)| mech.is_live(*pid));
+            for (pid, os_pid) in self.mech.live_processes() {
+                if self.samplers.iter().any(|(p, _)| *p == pid) {
                     continue;
                 }
-                match open_sampler(os_pid, live, periods) {
-                    Ok(s) => samplers.push((pid, s)),
+                match open_sampler(os_pid, &self.opts.live, self.periods) {
+                    Ok(s) => self.samplers.push((pid, s)),
                     Err(_) if !procfs::alive(os_pid) => {}
-                    Err(e) => {
-                        open_failed = Some(e);
-                        break;
-                    }
+                    Err(e) => return Err(End::Failed(e)),
                 }
             }
-            if let Some(e) = open_failed {
-                failure = Some(e);
-                end_reason = "error";
-                break;
-            }
         }
-        // PEBS/IBS samples since the last pass, each a `Sample` event.
-        for (pid, s) in &mut samplers {
+        for (pid, s) in &mut self.samplers {
             let samples = s.poll();
             if samples.is_empty() {
                 continue;
             }
-            floor = floor.max(mech.elapsed());
-            mech.set_time(Some(floor));
+            self.floor = self.floor.max(self.mech.elapsed());
+            self.mech.set_time(Some(self.floor));
             for raw in &samples {
-                if let Some(ev) = mech.sample_event(*pid, raw) {
-                    policy.on_event(&Event::Sample(ev), &mut mech);
+                if let Some(ev) = self.mech.sample_event(*pid, raw) {
+                    self.policy.on_event(&Event::Sample(ev), &mut self.mech);
                 }
             }
-            mech.set_time(None);
+            self.mech.set_time(None);
         }
-        mech.counters.samples_lost = samplers.iter().map(|(_, s)| s.lost).sum();
-        if !started {
-            // Snapshots before the start only feed the access view (nothing is armed).
-            let mut rest = Vec::new();
-            for m in inbox.drain(..) {
-                match m {
-                    ObsMsg::Snap(s) => {
-                        let t = s.first().map_or(now, |(_, x)| x.end_ns);
-                        first_snap.get_or_insert(t);
-                        let snaps = by_policy_pid(&mech, s);
-                        mech.add_snapshots(snaps);
-                    }
-                    other => rest.push(other),
+        self.mech.counters.samples_lost = self.samplers.iter().map(|(_, s)| s.lost).sum();
+        Ok(())
+    }
+
+    /// Before the policy starts: snapshots only feed the access view (nothing is
+    /// armed); the policy starts `warmup_ms` after the first; the kdamond starts as
+    /// soon as a target has anonymous memory.
+    fn warm_up(&mut self) -> Result<(), End> {
+        let live = &self.opts.live;
+        let now = self.mech.elapsed();
+        let mut rest = Vec::new();
+        for m in std::mem::take(&mut self.inbox) {
+            match m {
+                ObsMsg::Snap(s) => {
+                    let t = s.first().map_or(now, |(_, x)| x.end_ns);
+                    self.first_snap.get_or_insert(t);
+                    let snaps = by_policy_pid(&self.mech, s);
+                    self.mech.add_snapshots(snaps);
                 }
+                other => rest.push(other),
             }
-            inbox = rest;
-            if first_snap.is_some_and(|t| now >= t + live.warmup_ms * NS_PER_MS) {
-                started = true;
-                policy.init(&mut mech);
-                next_refresh = now;
-            } else if first_snap.is_none()
-                && observer.as_ref().is_some_and(|o| {
-                    now > o.started_ns + WARMUP_LIMIT_NS + live.warmup_ms * NS_PER_MS
+        }
+        self.inbox = rest;
+        if self
+            .first_snap
+            .is_some_and(|t| now >= t + live.warmup_ms * NS_PER_MS)
+        {
+            self.started = true;
+            self.policy.init(&mut self.mech);
+            self.next_refresh = now;
+        } else if self.first_snap.is_none()
+            && self
+                .observer
+                .as_ref()
+                .is_some_and(|o| now > o.started_ns + WARMUP_LIMIT_NS + live.warmup_ms * NS_PER_MS)
+        {
+            return Err(End::Failed(LiveError::runtime(format!(
+                "no DAMON snapshot within {} s of starting the kdamond",
+                WARMUP_LIMIT_NS / NS_PER_SEC
+            ))));
+        } else if self.observer.is_none() {
+            self.members
+                .sync(&mut self.running, &mut self.mech, None, &mut self.floor);
+            let ranges: AnonRanges = self
+                .mech
+                .live_processes()
+                .into_iter()
+                .filter_map(|(_, os)| {
+                    procfs::read_maps(os)
+                        .ok()
+                        .map(|m| (os, procfs::anon_ranges(&m)))
                 })
-            {
-                failure = Some(LiveError::runtime(format!(
-                    "no DAMON snapshot within {} s of starting the kdamond",
-                    WARMUP_LIMIT_NS / NS_PER_SEC
-                )));
-                end_reason = "error";
-                break;
-            } else if observer.is_none() {
-                // Start the kdamond as soon as a target has anonymous memory.
-                members.sync(&mut running, &mut mech, None, &mut floor);
-                let ranges: AnonRanges = mech
-                    .live_processes()
-                    .into_iter()
-                    .filter_map(|(_, os)| {
-                        procfs::read_maps(os)
-                            .ok()
-                            .map(|m| (os, procfs::anon_ranges(&m)))
-                    })
-                    .collect();
-                let t = damon_targets(&ranges, live.damon_max_nr_regions);
-                if !t.is_empty() {
-                    match Observer::start(t, &plan.damon_ops, live, mech_clock(&mech)) {
-                        Ok(o) => observer = Some(o),
-                        Err(_) if running.ended(&mech).is_some() => {
-                            end_reason = "target-exited";
-                            break;
-                        }
-                        Err(e) => {
-                            failure = Some(e);
-                            end_reason = "error";
-                            break;
-                        }
-                    }
-                }
-            }
+                .collect();
+            self.start_observer(damon_targets(&ranges, live.damon_max_nr_regions))?;
         }
-        // DAMON snapshots and the hinting faults they reveal (a Stopped message is
-        // handled even before the start).
+        Ok(())
+    }
+
+    /// Start the kdamond for `targets` (nothing when there are none).
+    fn start_observer(&mut self, targets: Vec<damon::Target>) -> Result<(), End> {
+        if targets.is_empty() {
+            return Ok(());
+        }
+        let clock = mech_clock(&self.mech);
+        match Observer::start(targets, &self.plan.damon_ops, &self.opts.live, clock) {
+            Ok(o) => {
+                self.observer = Some(o);
+                Ok(())
+            }
+            Err(e) => Err(self.start_failed(e)),
+        }
+    }
+
+    /// DAMON snapshots and the hinting faults they reveal; a stopped monitor (handled
+    /// even before the start).
+    fn handle_snapshots(&mut self) -> Result<(), End> {
         let mut stopped = None;
-        for msg in inbox.drain(..) {
+        for msg in std::mem::take(&mut self.inbox) {
             match msg {
                 ObsMsg::Snap(s) => {
-                    let snaps = by_policy_pid(&mech, s);
-                    for (t, pid, vpn, tier, armed_at) in mech.add_snapshots(snaps) {
-                        floor = floor.max(t);
+                    let snaps = by_policy_pid(&self.mech, s);
+                    for (t, pid, vpn, tier, armed_at) in self.mech.add_snapshots(snaps) {
+                        self.floor = self.floor.max(t);
                         let f = HintFault {
                             pid,
                             vpn,
@@ -981,258 +1089,253 @@ pub fn run(opts: &Options, target: Target) -> Result<Summary, LiveError> {
                             write: false,
                             armed_at,
                         };
-                        mech.set_time(Some(floor));
-                        policy.on_event(&Event::HintFault(f), &mut mech);
+                        self.mech.set_time(Some(self.floor));
+                        self.policy.on_event(&Event::HintFault(f), &mut self.mech);
                     }
-                    mech.set_time(None);
+                    self.mech.set_time(None);
                 }
-                ObsMsg::Restarted => mech.counters.damon_restarts += 1,
+                ObsMsg::Restarted => self.mech.counters.damon_restarts += 1,
                 ObsMsg::Stopped(why) => stopped = Some(why),
             }
         }
-        if let Some(why) = stopped {
-            if let Some(r) = running.ended(&mech) {
-                end_reason = r;
-                break;
-            }
-            let any_alive = mech
-                .live_processes()
-                .iter()
-                .any(|&(_, os)| procfs::alive(os));
-            if !any_alive {
-                // Every process it watched left (a cgroup that emptied): a new
-                // kdamond starts once processes with memory are back.
-                if let Some(mut o) = observer.take() {
-                    o.shutdown();
-                }
-            } else {
-                failure = Some(LiveError::runtime(format!(
-                    "accessed-bit monitor stopped: {why}"
-                )));
-                end_reason = "error";
-                break;
+        let Some(why) = stopped else {
+            return Ok(());
+        };
+        if let Some(r) = self.running.ended(&self.mech) {
+            return Err(End::Reason(r));
+        }
+        let any_alive = self
+            .mech
+            .live_processes()
+            .iter()
+            .any(|&(_, os)| procfs::alive(os));
+        if any_alive {
+            return Err(End::Failed(LiveError::runtime(format!(
+                "accessed-bit monitor stopped: {why}"
+            ))));
+        }
+        // Every process it watched left (a cgroup that emptied): a new kdamond starts
+        // once processes with memory are back.
+        if let Some(mut o) = self.observer.take() {
+            o.shutdown();
+        }
+        Ok(())
+    }
+
+    /// Once per interval: membership, placement, the budget, the watermark, the
+    /// kdamond's targets, new threads' sampling events, and a stats line.
+    fn refresh_if_due(&mut self) -> Result<(), End> {
+        let now = self.mech.elapsed();
+        if now < self.next_refresh {
+            return Ok(());
+        }
+        let live = &self.opts.live;
+        let per_interval =
+            (live.rate_pages_per_s * live.interval_ms / 1000).max(live.batch_pages as u64);
+        self.members.sync(
+            &mut self.running,
+            &mut self.mech,
+            Some(self.policy.as_mut()),
+            &mut self.floor,
+        );
+        let ranges = refresh(
+            &mut self.mech,
+            self.policy.as_mut(),
+            self.wants_alloc,
+            &mut self.floor,
+            self.plan.needs_damon,
+            per_interval,
+        )?;
+        if self.plan.needs_damon {
+            let t = damon_targets(&ranges, live.damon_max_nr_regions);
+            match &mut self.observer {
+                Some(o) => o.update_targets(t),
+                None => self.start_observer(t)?,
             }
         }
-        if !started {
-            match &observer {
-                Some(o) => match o.rx.recv_timeout(Duration::from_millis(100)) {
-                    Ok(m) => inbox.push(m),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => {
-                        std::thread::sleep(Duration::from_millis(100))
-                    }
-                },
-                None => std::thread::sleep(Duration::from_millis(100)),
-            }
-            continue;
+        for (_, s) in &mut self.samplers {
+            // Threads started since the last refresh get their events too.
+            let _ = s.rescan();
         }
-        // Placement refresh.
-        if now >= next_refresh {
-            let per_interval =
-                (live.rate_pages_per_s * live.interval_ms / 1000).max(live.batch_pages as u64);
-            members.sync(&mut running, &mut mech, Some(policy.as_mut()), &mut floor);
-            match refresh(
-                &mut mech,
-                policy.as_mut(),
-                wants_alloc,
-                &mut floor,
-                plan.needs_damon,
-                per_interval,
-            ) {
-                Ok(ranges) => {
-                    if plan.needs_damon {
-                        let t = damon_targets(&ranges, live.damon_max_nr_regions);
-                        match &mut observer {
-                            Some(o) => o.update_targets(t),
-                            None if !t.is_empty() => {
-                                match Observer::start(t, &plan.damon_ops, live, mech_clock(&mech)) {
-                                    Ok(o) => observer = Some(o),
-                                    Err(e) => {
-                                        if let Some(r) = running.ended(&mech) {
-                                            end_reason = r;
-                                            break;
-                                        }
-                                        failure = Some(e);
-                                        end_reason = "error";
-                                        break;
-                                    }
-                                }
-                            }
-                            None => {}
-                        }
-                    }
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    end_reason = "error";
-                    break;
-                }
-            }
-            for (_, s) in &mut samplers {
-                // Threads started since the last refresh get their events too.
-                let _ = s.rescan();
-            }
-            next_refresh = (next_refresh + interval_ns).max(now + interval_ns / 2);
-            last_line = line(&mech, cpu0);
-            emit(
-                &last_line,
-                &mut stats_file,
-                opts.verbose,
-                prom.as_ref(),
-                opts.policy.name(),
-            );
-        }
-        // Timers due.
-        let mut fired = 0;
-        while fired < 10_000 {
-            let Some((at, id)) = mech.pop_due_timer(mech.elapsed()) else {
+        let interval_ns = live.interval_ms * NS_PER_MS;
+        self.next_refresh = (self.next_refresh + interval_ns).max(now + interval_ns / 2);
+        self.last_line = line(&self.mech, self.cpu0);
+        self.emit_line(&self.last_line.clone());
+        Ok(())
+    }
+
+    fn emit_line(&mut self, l: &IntervalStats) {
+        emit(
+            l,
+            &mut self.stats_file,
+            self.opts.verbose,
+            self.prom.as_ref(),
+            self.opts.policy.name(),
+        );
+    }
+
+    /// Timers due, at most 10 000 per pass.
+    fn fire_timers(&mut self) {
+        for _ in 0..10_000 {
+            let Some((at, id)) = self.mech.pop_due_timer(self.mech.elapsed()) else {
                 break;
             };
-            floor = floor.max(at);
-            mech.set_time(Some(floor));
-            policy.on_event(&Event::Timer { id }, &mut mech);
-            fired += 1;
+            self.floor = self.floor.max(at);
+            self.mech.set_time(Some(self.floor));
+            self.policy.on_event(&Event::Timer { id }, &mut self.mech);
         }
-        mech.set_time(None);
-        // One migration batch if the rate cap allows (and no failure is being waited out).
-        let now = mech.elapsed();
-        if backoff.ready(now) {
-            let flush = mech.flush_moves(now);
-            let mut retry = None;
-            let mut fatal = None;
-            for (pid, e) in flush.failed {
-                let os_pid = mech.os_pid(pid).unwrap_or(0);
-                match move_failure(e, os_pid) {
-                    // The mechanisms stopped tracking it; its pages leave the policy.
-                    MoveFailure::TargetGone => {
-                        process_left(&mut mech, policy.as_mut(), pid, &mut floor)
-                    }
-                    MoveFailure::Fatal(err) => fatal = Some(err),
-                    MoveFailure::Retry(why) => retry = Some(why),
+        self.mech.set_time(None);
+    }
+
+    /// One migration batch if the rate cap allows and no failure is being waited out.
+    fn move_batch(&mut self) -> Result<(), End> {
+        let now = self.mech.elapsed();
+        if !self.backoff.ready(now) {
+            return Ok(());
+        }
+        let flush = self.mech.flush_moves(now);
+        let mut retry = None;
+        for (pid, e) in flush.failed {
+            let os_pid = self.mech.os_pid(pid).unwrap_or(0);
+            match move_failure(e, os_pid) {
+                // The mechanisms stopped tracking it; its pages leave the policy.
+                MoveFailure::TargetGone => {
+                    process_left(&mut self.mech, self.policy.as_mut(), pid, &mut self.floor)
+                }
+                MoveFailure::Fatal(err) => return Err(End::Failed(err)),
+                MoveFailure::Retry(why) => retry = Some(why),
+            }
+        }
+        if retry.is_none() && flush.nomem_pages > 0 {
+            // Pages the node had no room for: wait before trying them again, as for a
+            // call that failed with ENOMEM.
+            retry = Some(format!(
+                "{} page(s) could not move: the target node is full (ENOMEM)",
+                flush.nomem_pages
+            ));
+        }
+        match retry {
+            Some(why) => {
+                self.mech.counters.move_call_failures += 1;
+                if let Some(line) = self.backoff.failed(now, why) {
+                    eprintln!("tierkit: {line}");
                 }
             }
-            if let Some(err) = fatal {
-                failure = Some(err);
-                end_reason = "error";
-                break;
-            }
-            if retry.is_none() && flush.nomem_pages > 0 {
-                // Pages the node had no room for: wait before trying them again, as
-                // for a call that failed with ENOMEM.
-                retry = Some(format!(
-                    "{} page(s) could not move: the target node is full (ENOMEM)",
-                    flush.nomem_pages
-                ));
-            }
-            match retry {
-                Some(why) => {
-                    mech.counters.move_call_failures += 1;
-                    if let Some(line) = backoff.failed(now, why) {
-                        eprintln!("tierkit: {line}");
-                    }
-                }
-                None if flush.pages > 0 => backoff.succeeded(),
-                None => {}
-            }
+            None if flush.pages > 0 => self.backoff.succeeded(),
+            None => {}
         }
-        // Sleep until the next thing to do (or a snapshot arrives).
-        let now = mech.elapsed();
-        let mut wake = next_refresh.min(now + 100 * NS_PER_MS);
-        if let Some(t) = mech.next_timer() {
+        Ok(())
+    }
+
+    /// Sleep until the next thing to do: a refresh, a timer, a token for the mover,
+    /// the deadline, or a snapshot arriving (at most 100 ms).
+    fn sleep(&mut self) {
+        let now = self.mech.elapsed();
+        let mut wake = self.next_refresh.min(now + 100 * NS_PER_MS);
+        if let Some(t) = self.mech.next_timer() {
             wake = wake.min(t);
         }
-        if let Some(t) = mech.mover.next_ready_ns(now) {
+        if let Some(t) = self.mech.mover.next_ready_ns(now) {
             wake = wake.min(t);
         }
-        if let Some(d) = deadline {
+        if let Some(d) = self.deadline {
             wake = wake.min(d);
         }
-        let dur = Duration::from_nanos(wake.saturating_sub(now));
+        self.wait(Duration::from_nanos(wake.saturating_sub(now)));
+    }
+
+    /// Wait up to `dur` for the observer's next message.
+    fn wait(&mut self, dur: Duration) {
         if dur.is_zero() {
-            continue;
+            return;
         }
-        match &observer {
+        match &self.observer {
             Some(o) => match o.rx.recv_timeout(dur) {
-                Ok(m) => inbox.push(m),
+                Ok(m) => self.inbox.push(m),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => std::thread::sleep(dur),
             },
             None => std::thread::sleep(dur),
         }
     }
-    if let Some(mut o) = observer.take() {
-        o.shutdown();
-    }
-    let wall_ns = mech.elapsed();
-    // A wrapper ends with its command: tiering stops first (the daemon's work is an
-    // optimisation; a failure of it never kills the command).
-    let why = match (&failure, end_reason) {
-        (Some(e), _) => e.msg.clone(),
-        (None, "duration") => "tiering stopped after --duration-s".to_string(),
-        (None, r) => format!("tiering stopped ({r})"),
-    };
-    let signal = if end_reason == "signal" {
-        STOP_SIGNAL.load(Ordering::SeqCst)
-    } else {
-        0
-    };
-    let command_status = running.wait_for_command(&why, signal);
-    let mut last = line(&mech, cpu0);
-    last.damon_regions = last_line.damon_regions;
-    emit(
-        &last,
-        &mut stats_file,
-        opts.verbose,
-        prom.as_ref(),
-        opts.policy.name(),
-    );
-    let c = &mech.counters;
-    let pids: Vec<i32> = mech.process_stats().iter().map(|p| p.pid).collect();
-    let summary = Summary {
-        policy: opts.policy.name().to_string(),
-        policy_config: serde_json::to_value(&opts.policy).unwrap_or_default(),
-        live_config: serde_json::to_value(&opts.live).unwrap_or_default(),
-        facility: plan.facility.clone(),
-        pid: pids.first().copied().unwrap_or(running.pid),
-        pids,
-        refused_pids: members.refused.clone(),
-        nodes: plan.nodes,
-        dry_run: opts.dry_run,
-        end_reason: end_reason.to_string(),
-        command_status: command_status.map(shell_status),
-        command_ended: command_status.map(describe_status),
-        duration_s: wall_ns as f64 / 1e9,
-        daemon_cpu_pct: 100.0 * last.daemon_cpu_ns as f64 / wall_ns.max(1) as f64,
-        move_pages_per_s: if c.move_ns > 0 {
-            c.move_pages_requested as f64 * 1e9 / c.move_ns as f64
-        } else {
-            0.0
-        },
-        move_batch_us: if c.move_calls > 0 {
-            c.move_ns as f64 / c.move_calls as f64 / 1e3
-        } else {
-            0.0
-        },
-        metadata_bytes: policy.metadata_bytes(),
-        policy_stats: policy
-            .stats()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        last,
-    };
-    if let Some(p) = &opts.summary_path {
-        let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-        std::fs::write(p, text + "\n")
-            .map_err(|e| LiveError::runtime(format!("--summary {}: {e}", p.display())))?;
-    }
-    match (failure, command_status) {
-        (Some(mut e), Some(st)) => {
-            e.msg = format!("{}; `{}` {}", e.msg, running.name, describe_status(st));
-            Err(e)
+
+    /// Stop the observer, let a command `run` started end, write the last line and
+    /// the summary.
+    fn finish(mut self, end: End) -> Result<Summary, LiveError> {
+        if let Some(mut o) = self.observer.take() {
+            o.shutdown();
         }
-        (Some(e), None) => Err(e),
-        (None, _) => Ok(summary),
+        let (end_reason, failure) = match end {
+            End::Reason(r) => (r, None),
+            End::Failed(e) => ("error", Some(e)),
+        };
+        let wall_ns = self.mech.elapsed();
+        // A wrapper ends with its command: tiering stops first (the daemon's work is an
+        // optimisation; a failure of it never kills the command).
+        let why = match (&failure, end_reason) {
+            (Some(e), _) => e.msg.clone(),
+            (None, "duration") => "tiering stopped after --duration-s".to_string(),
+            (None, r) => format!("tiering stopped ({r})"),
+        };
+        let signal = if end_reason == "signal" {
+            STOP_SIGNAL.load(Ordering::SeqCst)
+        } else {
+            0
+        };
+        let command_status = self.running.wait_for_command(&why, signal);
+        let mut last = line(&self.mech, self.cpu0);
+        last.damon_regions = self.last_line.damon_regions;
+        self.emit_line(&last);
+        let c = &self.mech.counters;
+        let pids: Vec<i32> = self.mech.process_stats().iter().map(|p| p.pid).collect();
+        let opts = self.opts;
+        let summary = Summary {
+            policy: opts.policy.name().to_string(),
+            policy_config: serde_json::to_value(&opts.policy).unwrap_or_default(),
+            live_config: serde_json::to_value(&opts.live).unwrap_or_default(),
+            facility: self.plan.facility.clone(),
+            pid: pids.first().copied().unwrap_or(self.running.pid),
+            pids,
+            refused_pids: self.members.refused.clone(),
+            nodes: self.plan.nodes,
+            dry_run: opts.dry_run,
+            end_reason: end_reason.to_string(),
+            command_status: command_status.map(shell_status),
+            command_ended: command_status.map(describe_status),
+            duration_s: wall_ns as f64 / 1e9,
+            daemon_cpu_pct: 100.0 * last.daemon_cpu_ns as f64 / wall_ns.max(1) as f64,
+            move_pages_per_s: if c.move_ns > 0 {
+                c.move_pages_requested as f64 * 1e9 / c.move_ns as f64
+            } else {
+                0.0
+            },
+            move_batch_us: if c.move_calls > 0 {
+                c.move_ns as f64 / c.move_calls as f64 / 1e3
+            } else {
+                0.0
+            },
+            metadata_bytes: self.policy.metadata_bytes(),
+            policy_stats: self
+                .policy
+                .stats()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            last,
+        };
+        if let Some(p) = &opts.summary_path {
+            let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
+            std::fs::write(p, text + "\n")
+                .map_err(|e| LiveError::runtime(format!("--summary {}: {e}", p.display())))?;
+        }
+        match (failure, command_status) {
+            (Some(mut e), Some(st)) => {
+                e.msg = format!("{}; `{}` {}", e.msg, self.running.name, describe_status(st));
+                Err(e)
+            }
+            (Some(e), None) => Err(e),
+            (None, _) => Ok(summary),
+        }
     }
 }
 
