@@ -89,13 +89,28 @@ pub enum Event {
     },
 }
 
-/// What a policy needs from the machine beyond the defaults.
+/// What a policy needs from the machine beyond the defaults, and what it observes.
+///
+/// The observation flags are a declaration the rest of tierkit relies on: live mode
+/// decides from them whether a policy can run on a machine (DAMON for accessed bits
+/// and hinting faults, PEBS/IBS for samples), and the simulator checks, in debug
+/// builds, that a policy uses no observation it did not declare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Requirements {
     /// The fast tier is unbounded (the `all-fast` reference).
     pub unbounded_fast_tier: bool,
     /// Deliver [`Event::PageAlloc`] (costs a call per first touch).
     pub page_alloc_events: bool,
+    /// It arms hinting faults ([`Mechanisms::arm_hint_fault`],
+    /// [`Mechanisms::arm_range`]) and reacts to [`Event::HintFault`].
+    pub hint_faults: bool,
+    /// It tests and clears accessed bits ([`Mechanisms::test_and_clear_young`]).
+    pub accessed_bits: bool,
+    /// It sets sample periods ([`Mechanisms::set_sample_period`]) and reacts to
+    /// [`Event::Sample`].
+    pub sampling: bool,
+    /// It reads the workload's future (the clairvoyant references): simulator only.
+    pub future_knowledge: bool,
 }
 
 /// A tiering policy. One module per system implements it.

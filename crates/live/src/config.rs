@@ -206,21 +206,30 @@ pub enum Need {
     UnboundedFastTier,
 }
 
-/// What each registered policy needs live; `None` for a name this table does not
-/// know (a test keeps it in step with the registry).
-pub fn needs(policy: &str) -> Option<&'static [Need]> {
-    use Need::*;
-    Some(match policy {
-        "first-touch" => &[],
-        "all-fast" => &[UnboundedFastTier],
-        "oracle" | "oracle-static" => &[Future],
-        "damon-tiering" | "multiclock" | "nimble" => &[AccessedBits],
-        "autonuma" | "autotiering" => &[HintFaults],
-        "linux-tiering" | "tpp" | "chrono" | "chrono-semiauto" | "pet" | "mglru-pd"
-        | "thermostat" => &[HintFaults, AccessedBits],
-        "hemem" | "freqtier" | "memtis" => &[Sampling],
-        _ => return None,
-    })
+/// What a policy, as configured, needs live: what it declares it observes
+/// ([`tierkit_core::Requirements`], which may depend on its settings). The simulator
+/// checks the declarations (debug builds), so a policy that observes something live
+/// mode cannot give is refused rather than silently blind.
+pub fn needs_of(cfg: &PolicyConfig) -> Vec<Need> {
+    let req = cfg
+        .build(&tierkit_core::BuildContext::default())
+        .requirements();
+    [
+        (req.future_knowledge, Need::Future),
+        (req.unbounded_fast_tier, Need::UnboundedFastTier),
+        (req.hint_faults, Need::HintFaults),
+        (req.accessed_bits, Need::AccessedBits),
+        (req.sampling, Need::Sampling),
+    ]
+    .into_iter()
+    .filter_map(|(declared, need)| declared.then_some(need))
+    .collect()
+}
+
+/// [`needs_of`] a registered policy with its default settings; `None` for a name the
+/// registry does not know.
+pub fn needs(policy: &str) -> Option<Vec<Need>> {
+    PolicyConfig::default_for(policy).map(|c| needs_of(&c))
 }
 
 /// What this machine offers the daemon.
@@ -235,7 +244,12 @@ pub struct Offer {
 /// Whether `policy` can run live with `offer`: `Ok(facility summary)` or `Err(why
 /// not, naming the missing facility)`.
 pub fn runnable(policy: &str, offer: Offer) -> Result<String, String> {
-    let needs = needs(policy).ok_or_else(|| format!("`{policy}` has no live facility mapping"))?;
+    let needs = needs(policy).ok_or_else(|| format!("`{policy}` is not a registered policy"))?;
+    runnable_needs(&needs, offer)
+}
+
+/// Whether a policy that needs `needs` can run live with `offer` (see [`runnable`]).
+pub fn runnable_needs(needs: &[Need], offer: Offer) -> Result<String, String> {
     let mut used = Vec::new();
     for n in needs {
         match n {
@@ -277,10 +291,43 @@ mod tests {
     }
 
     #[test]
-    fn every_registered_policy_has_a_needs_entry() {
-        for name in PolicyConfig::names() {
-            assert!(needs(name).is_some(), "add `{name}` to config::needs");
+    fn needs_follow_the_policies_declarations() {
+        use Need::*;
+        // What the hand-kept table said before the policies declared it themselves.
+        let table: &[(&str, &[Need])] = &[
+            ("first-touch", &[]),
+            ("all-fast", &[UnboundedFastTier]),
+            ("oracle", &[Future]),
+            ("oracle-static", &[Future]),
+            ("damon-tiering", &[AccessedBits]),
+            ("multiclock", &[AccessedBits]),
+            ("nimble", &[AccessedBits]),
+            ("autonuma", &[HintFaults]),
+            ("autotiering", &[HintFaults]),
+            ("linux-tiering", &[HintFaults, AccessedBits]),
+            ("tpp", &[HintFaults, AccessedBits]),
+            ("chrono", &[HintFaults, AccessedBits]),
+            ("chrono-semiauto", &[HintFaults, AccessedBits]),
+            ("pet", &[HintFaults, AccessedBits]),
+            ("mglru-pd", &[HintFaults, AccessedBits]),
+            ("thermostat", &[HintFaults, AccessedBits]),
+            ("hemem", &[Sampling]),
+            ("freqtier", &[Sampling]),
+            ("memtis", &[Sampling]),
+        ];
+        assert_eq!(
+            table.len(),
+            PolicyConfig::names().len(),
+            "a policy per line"
+        );
+        for (name, want) in table {
+            assert_eq!(needs(name).as_deref(), Some(*want), "{name}");
         }
+        assert_eq!(needs("nope"), None);
+        // A setting can add an observation: multiclock's re-access meter arms hinting
+        // faults (the simulator's check found it undeclared).
+        let (measuring, _) = build("multiclock", &["measure_reaccess=true".into()], None).unwrap();
+        assert_eq!(needs_of(&measuring), vec![HintFaults, AccessedBits]);
     }
 
     #[test]

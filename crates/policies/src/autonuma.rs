@@ -73,6 +73,13 @@ impl Autonuma {
 }
 
 impl Policy for Autonuma {
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            hint_faults: true,
+            ..Requirements::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         "autonuma"
     }

@@ -599,6 +599,7 @@ impl Policy for Autotiering {
         // __alloc_pages_nodemask).
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
             ..Default::default()
         }
     }

@@ -218,6 +218,13 @@ impl DamonTiering {
 }
 
 impl Policy for DamonTiering {
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            accessed_bits: true,
+            ..Requirements::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         "damon-tiering"
     }

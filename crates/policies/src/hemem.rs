@@ -619,6 +619,7 @@ impl Policy for Hemem {
         // each page from allocation on.
         Requirements {
             page_alloc_events: true,
+            sampling: true,
             ..Default::default()
         }
     }

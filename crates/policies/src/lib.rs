@@ -212,25 +212,17 @@ impl PolicyConfig {
         }
     }
 
-    /// Policies that read the future of the workload and so need
-    /// [`BuildContext::fresh_workload`].
-    pub fn needs_future(&self) -> bool {
-        matches!(
-            self,
-            PolicyConfig::Oracle(_) | PolicyConfig::OracleStatic(_)
-        )
-    }
-
     /// Build the policy, failing with a one-line reason if it cannot run here (a
-    /// clairvoyant policy without a replayable workload).
+    /// policy that declares it reads the future, without a replayable workload).
     pub fn try_build(&self, ctx: &BuildContext) -> Result<Box<dyn Policy>, String> {
-        if self.needs_future() && ctx.fresh_workload.is_none() {
+        let policy = self.build(ctx);
+        if policy.requirements().future_knowledge && ctx.fresh_workload.is_none() {
             return Err(format!(
                 "policy `{}` reads the future of the workload and runs only in the simulator",
                 self.name()
             ));
         }
-        Ok(self.build(ctx))
+        Ok(policy)
     }
 
     /// Build the policy (a clairvoyant policy built without a workload never acts;

@@ -347,6 +347,8 @@ impl Policy for LinuxTiering {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
+            accessed_bits: true,
             ..Requirements::default()
         }
     }

@@ -472,6 +472,8 @@ impl Policy for MglruPd {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
+            accessed_bits: true,
             ..Requirements::default()
         }
     }

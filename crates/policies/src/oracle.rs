@@ -368,6 +368,7 @@ impl Policy for Oracle {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            future_knowledge: true,
             ..Default::default()
         }
     }
@@ -426,6 +427,7 @@ impl Policy for OracleStatic {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            future_knowledge: true,
             ..Default::default()
         }
     }

@@ -401,6 +401,14 @@ fn move_region(mech: &mut dyn Mechanisms, pid: Pid, start: Vpn, nr_pages: u64, t
 }
 
 impl Policy for Thermostat {
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            hint_faults: true,
+            accessed_bits: true,
+            ..Requirements::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         "thermostat"
     }

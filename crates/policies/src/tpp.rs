@@ -198,6 +198,8 @@ impl Policy for Tpp {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
+            accessed_bits: true,
             ..Requirements::default()
         }
     }

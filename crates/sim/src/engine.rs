@@ -114,6 +114,7 @@ impl Simulation {
             sampler: crate::sampling::sampler_for(sim, labels.seed),
         });
         machine.page_alloc_events = req.page_alloc_events;
+        machine.declared = Some(req);
         let mut threads = Vec::new();
         for (pi, p) in shape.processes.iter().enumerate() {
             for local in 0..p.nr_threads as usize {

@@ -118,6 +118,10 @@ pub struct Machine {
     pub earliest_new_timer: f64,
     /// Deliver PageAlloc events.
     pub page_alloc_events: bool,
+    /// What the policy declared it observes ([`Policy::requirements`]); debug builds
+    /// check every observation against it. None (a machine built without a policy,
+    /// in tests): unchecked.
+    pub declared: Option<Requirements>,
     ns_per_copy_byte: f64,
     /// Events each simulated event stands for: `1 / sample_rate` (1 when exact). Scales
     /// every per-event time and cost; see `docs/sampling.md`.
@@ -290,6 +294,7 @@ impl Machine {
             policy_time_scale: p.policy_time_scale,
             earliest_new_timer: f64::INFINITY,
             page_alloc_events: false,
+            declared: None,
         }
     }
 
@@ -318,6 +323,17 @@ impl Machine {
         clock >= horizon
             || self.counters.accesses >= max_accesses
             || self.earliest_new_timer < horizon
+    }
+
+    /// Debug builds: the policy uses an observation it declared in its
+    /// `Requirements` (live mode decides what runs where from those declarations).
+    #[inline]
+    fn observes(&self, declared: fn(&Requirements) -> bool, did: &str, flag: &str) {
+        debug_assert!(
+            self.declared.is_none_or(|r| declared(&r)),
+            "the policy {did} but its Policy::requirements() does not declare `{flag}`"
+        );
+        let _ = (declared, did, flag);
     }
 
     /// Events each simulated event stands for (`1 / sample_rate`).
@@ -988,6 +1004,7 @@ impl Mechanisms for Machine {
     }
 
     fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool {
+        self.observes(|r| r.hint_faults, "armed a hinting fault", "hint_faults");
         let Some((vi, ui)) = self.locate(pid, vpn) else {
             return false;
         };
@@ -1010,6 +1027,7 @@ impl Mechanisms for Machine {
         nr_pages: u64,
         tier_filter: Option<TierId>,
     ) -> u64 {
+        self.observes(|r| r.hint_faults, "armed hinting faults", "hint_faults");
         let now = self.now as Nanos;
         let mut armed = 0;
         let walked = self.for_each_unit(pid, start_vpn, nr_pages, |_, p| {
@@ -1025,6 +1043,11 @@ impl Mechanisms for Machine {
     }
 
     fn test_and_clear_young(&mut self, pid: Pid, vpn: Vpn) -> Option<bool> {
+        self.observes(
+            |r| r.accessed_bits,
+            "tested an accessed bit",
+            "accessed_bits",
+        );
         let (vi, ui) = self.locate(pid, vpn)?;
         let p = &mut self.spaces[pid.index()].vmas[vi].pages[ui];
         let young = p.flags & F_ACCESSED != 0;
@@ -1035,6 +1058,7 @@ impl Mechanisms for Machine {
     }
 
     fn set_sample_period(&mut self, kind: SampleKind, period: u64) {
+        self.observes(|r| r.sampling, "set a sample period", "sampling");
         let k = (kind == SampleKind::Store) as usize;
         self.sample_period[k] = period;
         self.sample_countdown[k] = period;

@@ -65,8 +65,12 @@ impl Policy for Chaos {
         "chaos"
     }
     fn requirements(&self) -> Requirements {
+        // It uses every observation, at random.
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
+            accessed_bits: true,
+            sampling: true,
             ..Default::default()
         }
     }

@@ -46,8 +46,12 @@ impl Policy for Recorder {
         "recorder"
     }
     fn requirements(&self) -> Requirements {
+        // Its closures may use any observation.
         Requirements {
             page_alloc_events: self.wants_alloc,
+            hint_faults: true,
+            accessed_bits: true,
+            sampling: true,
             ..Default::default()
         }
     }
@@ -378,6 +382,12 @@ fn migration_charges_bandwidth_and_cost_to_the_right_party() {
     impl Policy for Mover {
         fn name(&self) -> &'static str {
             "mover"
+        }
+        fn requirements(&self) -> Requirements {
+            Requirements {
+                hint_faults: true,
+                ..Default::default()
+            }
         }
         fn init(&mut self, m: &mut dyn Mechanisms) {
             m.schedule(NS_PER_MS, 0, Runner::Kthread);

@@ -66,7 +66,7 @@ pub fn plan(opts: &Options, target_uids: &[u32]) -> Result<Plan, LiveError> {
     // a kernel without per-process monitoring is refused here rather than at kdamond
     // start.
     let me = procfs::read_status(std::process::id() as i32).map_or(u32::MAX, |s| s.uid);
-    let needs = config::needs(name).unwrap_or(&[]);
+    let needs = config::needs_of(&opts.policy);
     let needs_damon = needs
         .iter()
         .any(|n| matches!(n, Need::AccessedBits | Need::HintFaults));
@@ -77,7 +77,7 @@ pub fn plan(opts: &Options, target_uids: &[u32]) -> Result<Plan, LiveError> {
     let perf_probe = perf::probe();
     let offer: Offer = crate::doctor::offer_from(&damon_probe, &perf_probe);
     // An unprivileged user cannot read the DAMON tree at all: judge by its presence.
-    let facility = config::runnable(name, offer).map_err(|why| {
+    let facility = config::runnable_needs(&needs, offer).map_err(|why| {
         LiveError::usage(format!("policy `{name}` cannot run live here: it {why}"))
     })?;
     check_privileges(name, needs_damon, caps, me, None)?;

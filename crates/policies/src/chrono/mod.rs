@@ -900,6 +900,8 @@ impl Policy for Chrono {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
+            accessed_bits: true,
             ..Requirements::default()
         }
     }

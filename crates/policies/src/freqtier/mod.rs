@@ -1166,6 +1166,13 @@ impl FreqTier {
 }
 
 impl Policy for FreqTier {
+    fn requirements(&self) -> Requirements {
+        Requirements {
+            sampling: true,
+            ..Requirements::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         "freqtier"
     }

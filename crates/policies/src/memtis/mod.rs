@@ -784,6 +784,7 @@ impl Policy for Memtis {
         // New pages start at T_hot (§4.2.1): the allocation hook.
         Requirements {
             page_alloc_events: true,
+            sampling: true,
             ..Requirements::default()
         }
     }

@@ -274,6 +274,10 @@ impl Policy for MultiClock {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            accessed_bits: true,
+            // The re-access meter (a measuring instrument, not part of the system)
+            // arms hinting faults.
+            hint_faults: self.cfg.measure_reaccess,
             ..Requirements::default()
         }
     }

@@ -750,6 +750,8 @@ impl Policy for Pet {
     fn requirements(&self) -> Requirements {
         Requirements {
             page_alloc_events: true,
+            hint_faults: true,
+            accessed_bits: true,
             ..Requirements::default()
         }
     }
