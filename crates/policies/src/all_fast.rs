@@ -25,3 +25,10 @@ impl Policy for AllFast {
     }
     fn on_event(&mut self, _event: &Event, _mech: &mut dyn Mechanisms) {}
 }
+
+/// The registry's view of [`AllFastConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for AllFastConfig {
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(AllFast)
+    }
+}

@@ -109,3 +109,14 @@ impl Policy for Autonuma {
         ]
     }
 }
+
+/// The registry's view of [`AutonumaConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for AutonumaConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Autonuma::new(self.clone()))
+    }
+}

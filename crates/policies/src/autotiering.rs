@@ -696,6 +696,21 @@ impl AutotieringConfig {
     }
 }
 
+/// The registry's view of [`AutotieringConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for AutotieringConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Autotiering::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

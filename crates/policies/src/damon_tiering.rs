@@ -350,6 +350,21 @@ impl DamonTieringConfig {
     }
 }
 
+/// The registry's view of [`DamonTieringConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for DamonTieringConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(DamonTiering::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,3 +19,10 @@ impl Policy for FirstTouch {
     }
     fn on_event(&mut self, _event: &Event, _mech: &mut dyn Mechanisms) {}
 }
+
+/// The registry's view of [`FirstTouchConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for FirstTouchConfig {
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(FirstTouch)
+    }
+}

@@ -691,6 +691,21 @@ impl HememConfig {
     }
 }
 
+/// The registry's view of [`HememConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for HememConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Hemem::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

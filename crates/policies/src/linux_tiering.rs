@@ -443,6 +443,21 @@ impl LinuxTieringConfig {
     }
 }
 
+/// The registry's view of [`LinuxTieringConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for LinuxTieringConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(LinuxTiering::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -549,6 +549,21 @@ impl MglruPdConfig {
     }
 }
 
+/// The registry's view of [`MglruPdConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for MglruPdConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(MglruPd::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -310,6 +310,21 @@ impl NimbleConfig {
     }
 }
 
+/// The registry's view of [`NimbleConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for NimbleConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Nimble::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

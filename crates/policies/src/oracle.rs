@@ -468,6 +468,31 @@ impl OracleConfig {
     }
 }
 
+/// The registry's view of [`OracleConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for OracleConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Oracle::new(
+            self.clone(),
+            ctx.fresh_workload.as_ref().map(|f| f()),
+        ))
+    }
+}
+
+/// The registry's view of [`OracleStaticConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for OracleStaticConfig {
+    fn build_policy(&self, ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(OracleStatic::new(ctx.fresh_workload.as_ref().map(|f| f())))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

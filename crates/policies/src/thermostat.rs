@@ -484,6 +484,21 @@ impl ThermostatConfig {
     }
 }
 
+/// The registry's view of [`ThermostatConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for ThermostatConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Thermostat::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

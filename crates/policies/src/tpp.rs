@@ -277,6 +277,17 @@ impl Policy for Tpp {
     }
 }
 
+/// The registry's view of [`TppConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for TppConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Tpp::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

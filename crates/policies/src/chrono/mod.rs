@@ -48,6 +48,21 @@ impl ChronoConfig {
     }
 }
 
+/// The registry's view of [`ChronoConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for ChronoConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Chrono::new(self.clone(), Tuning::Dcsc))
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -1299,6 +1299,21 @@ impl FreqTierConfig {
     }
 }
 
+/// The registry's view of [`FreqTierConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for FreqTierConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(FreqTier::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

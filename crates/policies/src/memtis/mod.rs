@@ -42,6 +42,21 @@ impl MemtisConfig {
     }
 }
 
+/// The registry's view of [`MemtisConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for MemtisConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Memtis::new(self.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -316,3 +316,18 @@ impl Policy for MultiClock {
         v
     }
 }
+
+/// The registry's view of [`MultiClockConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for MultiClockConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(MultiClock::new(self.clone()))
+    }
+}

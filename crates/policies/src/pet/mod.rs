@@ -835,3 +835,18 @@ impl Policy for Pet {
         ]
     }
 }
+
+/// The registry's view of [`PetConfig`] (`PolicyConfig` in the crate root).
+impl crate::RegisteredConfig for PetConfig {
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Pet::new(self.clone()))
+    }
+}
