@@ -297,28 +297,30 @@ impl Daemon<'_> {
     /// until one of them says why to stop.
     fn run_loop(&mut self) -> End {
         loop {
-            let step = (|| {
-                self.check_stop()?;
-                self.collect_observer();
-                self.sample()?;
-                if !self.started {
-                    self.warm_up()?;
-                }
-                self.handle_snapshots()?;
-                if !self.started {
-                    self.wait(Duration::from_millis(100));
-                    return Ok(());
-                }
-                self.refresh_if_due()?;
-                self.fire_timers();
-                self.move_batch()?;
-                self.sleep();
-                Ok(())
-            })();
-            if let Err(end) = step {
+            if let Err(end) = self.step() {
                 return end;
             }
         }
+    }
+
+    /// One pass of the loop.
+    fn step(&mut self) -> Result<(), End> {
+        self.check_stop()?;
+        self.collect_observer();
+        self.sample()?;
+        if !self.started {
+            self.warm_up()?;
+        }
+        self.handle_snapshots()?;
+        if !self.started {
+            self.wait(Duration::from_millis(100));
+            return Ok(());
+        }
+        self.refresh_if_due()?;
+        self.fire_timers();
+        self.move_batch()?;
+        self.sleep();
+        Ok(())
     }
 
     /// A signal, `--duration-s`, or the targets gone.
