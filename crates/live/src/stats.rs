@@ -250,6 +250,34 @@ mod tests {
     }
 
     #[test]
+    fn prometheus_has_a_series_per_live_process() {
+        let p = |pid, fast, gone| ProcessStats {
+            pid,
+            fast_pages: fast,
+            gone,
+            ..Default::default()
+        };
+        let s = IntervalStats {
+            fast_pages: 12,
+            processes: vec![p(41, 5, false), p(42, 7, false), p(43, 9, true)],
+            ..Default::default()
+        };
+        let t = prometheus_text(&s, "tpp");
+        assert!(t.contains("tierkit_process_fast_pages{policy=\"tpp\",pid=\"41\"} 5\n"));
+        assert!(t.contains("tierkit_process_fast_pages{policy=\"tpp\",pid=\"42\"} 7\n"));
+        assert!(
+            !t.contains("pid=\"43\""),
+            "a process that left has no series"
+        );
+        // The totals stay as they were, and each metric is typed once.
+        assert!(t.contains("tierkit_fast_pages{policy=\"tpp\"} 12\n"));
+        assert_eq!(
+            t.matches("# TYPE tierkit_process_fast_pages gauge").count(),
+            1
+        );
+    }
+
+    #[test]
     fn endpoint_serves_loopback_and_refuses_others() {
         let body = Arc::new(Mutex::new("tierkit_x 1\n".to_string()));
         let a = serve_prometheus("127.0.0.1:0".parse().unwrap(), body).unwrap();
