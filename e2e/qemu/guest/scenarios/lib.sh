@@ -52,6 +52,24 @@ place() {
     PLACE_LINE=$_line
 }
 
+# anon_n0 PID: pages of PID's private anonymous mappings on node 0 — the memory the
+# daemon tiers (procfs::anon_ranges: private, readable or writable, no inode, no name or
+# [heap] or [anon:...]), queried with `placement` range by range.
+anon_n0() {
+    _sum=0
+    while read -r _range _perms _off _dev _inode _path; do
+        case "$_perms" in ???p) ;; *) continue ;; esac
+        case "$_perms" in r* | ?w*) ;; *) continue ;; esac
+        [ "$_inode" = 0 ] || continue
+        case "$_path" in "" | "[heap]" | "[anon:"*) ;; *) continue ;; esac
+        _s=${_range%-*}
+        _e=${_range#*-}
+        _l=$(placement "$1" "$_s" $((0x$_e - 0x$_s)) 0) || continue
+        _sum=$((_sum + $(echo "$_l" | sed 's/.*cold_n0=\([0-9]*\).*/\1/')))
+    done <"/proc/$1/maps"
+    echo "$_sum"
+}
+
 # pct PART WHOLE: integer percentage (0 when WHOLE is 0).
 pct() { if [ "$2" -gt 0 ]; then echo $((100 * $1 / $2)); else echo 0; fi; }
 
