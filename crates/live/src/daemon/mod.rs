@@ -34,7 +34,7 @@ pub use observer::coalesce;
 use observer::{admin_path, damon_targets, registry_path, AnonRanges, ObsMsg, Observer};
 use plan::tier_setup;
 pub use plan::{check_privileges, may_write_damon_sysfs, plan, Plan};
-use targets::{process_left, Membership, Running};
+use targets::{process_left, tell_munmaps, Membership, Running};
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -797,17 +797,7 @@ fn refresh(
         let now = mech.elapsed().max(*floor);
         *floor = now;
         mech.set_time(Some(now));
-        for &(start_vpn, nr_pages) in &r.munmaps {
-            policy.on_event(
-                &Event::Munmap {
-                    pid,
-                    start_vpn,
-                    nr_pages,
-                    kind: VmaKind::Anon,
-                },
-                mech,
-            );
-        }
+        tell_munmaps(mech, policy, pid, &r.munmaps);
         for &(start_vpn, nr_pages) in &r.mmaps {
             let vma = Vma {
                 start_vpn,

@@ -189,7 +189,18 @@ pub(super) fn process_left(
     let ranges = mech.remove_process(pid);
     *floor = (*floor).max(mech.elapsed());
     mech.set_time(Some(*floor));
-    for (start_vpn, nr_pages) in ranges {
+    tell_munmaps(mech, policy, pid, &ranges);
+    mech.set_time(None);
+}
+
+/// Tell the policy that `pid`'s anonymous page ranges `(start, nr_pages)` are gone.
+pub(super) fn tell_munmaps(
+    mech: &mut LiveMechanisms,
+    policy: &mut dyn Policy,
+    pid: Pid,
+    ranges: &[(Vpn, u64)],
+) {
+    for &(start_vpn, nr_pages) in ranges {
         policy.on_event(
             &Event::Munmap {
                 pid,
@@ -200,5 +211,4 @@ pub(super) fn process_left(
             mech,
         );
     }
-    mech.set_time(None);
 }
