@@ -304,6 +304,7 @@ mod tests {
             ("nimble", &[AccessedBits]),
             ("autonuma", &[HintFaults]),
             ("autotiering", &[HintFaults]),
+            ("autotiering-cpm", &[HintFaults]),
             ("linux-tiering", &[HintFaults, AccessedBits]),
             ("tpp", &[HintFaults, AccessedBits]),
             ("chrono", &[HintFaults, AccessedBits]),

@@ -711,6 +711,39 @@ impl crate::RegisteredConfig for AutotieringConfig {
     }
 }
 
+/// `autotiering-cpm` parameters: AutoTiering-CPM as MULTI-CLOCK (HPCA'22) compares
+/// against it — conservative promotion only (`mode = "cpm"`), with the NUMA scanner
+/// of AutoTiering-userspace's CPM runs (the kernel's own 60 s / 256 MB). The pool
+/// settings of [`AutotieringConfig`] are absent: CPM never promotes into a pool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutotieringCpmConfig {
+    /// The NUMA-balancing scanner (the kernel's defaults: 60 s, 256 MB).
+    pub scan: NumaScanConfig,
+}
+
+impl AutotieringCpmConfig {
+    /// The equivalent `autotiering` configuration.
+    pub fn as_autotiering(&self) -> AutotieringConfig {
+        AutotieringConfig {
+            mode: AutotieringMode::Cpm,
+            scan: self.scan.clone(),
+            ..AutotieringConfig::default()
+        }
+    }
+}
+
+/// The registry's view of [`AutotieringCpmConfig`].
+impl crate::RegisteredConfig for AutotieringCpmConfig {
+    fn check(&self) -> Result<(), String> {
+        self.as_autotiering().validate()
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(Autotiering::new(self.as_autotiering()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

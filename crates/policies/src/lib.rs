@@ -42,7 +42,7 @@ pub mod tpp;
 
 pub use all_fast::{AllFast, AllFastConfig};
 pub use autonuma::{Autonuma, AutonumaConfig};
-pub use autotiering::{Autotiering, AutotieringConfig, AutotieringMode};
+pub use autotiering::{Autotiering, AutotieringConfig, AutotieringCpmConfig, AutotieringMode};
 pub use chrono::{Chrono, ChronoConfig};
 pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
@@ -161,6 +161,9 @@ registry! {
     /// AutoTiering (ATC'21): hint faults, 8-bit LAP history; `mode` cpm / opm / opmx / opm-bd.
     Autotiering(AutotieringConfig) = "autotiering",
         "AutoTiering (ATC'21): hint faults build an 8-bit LAP history; mode opm-bd (default) promotes into a pool refilled by background demotion of least-accessed pages, opm/opmx demote/exchange in the fault, cpm promotes only into free space";
+    /// AutoTiering-CPM as MULTI-CLOCK compares against it: `autotiering` with `mode = "cpm"` and the kernel's scanner.
+    AutotieringCpm(AutotieringCpmConfig) = "autotiering-cpm",
+        "AutoTiering-CPM (ATC'21, as MULTI-CLOCK compares): hint faults promote a slow page only while the fast tier has free space; the kernel's NUMA scanner (60 s, 256 MB)";
     /// MEMTIS (SOSP'23): PEBS hotness histogram sized to the fast tier, warm band, cooling, skew-aware huge-page split.
     Memtis(MemtisConfig) = "memtis",
         "MEMTIS (SOSP'23): PEBS samples into an exponential hotness histogram; hot threshold sized to the fast tier, warm band kept, cooling by halving, 500 ms background migration, skewed huge pages split when eHR exceeds rHR";

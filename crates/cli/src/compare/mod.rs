@@ -221,19 +221,9 @@ pub struct ResultRow {
     pub fast_saving_vs_first_touch: f64,
 }
 
-/// How strictly names are checked: a built-in suite may name policies and workloads
-/// not registered yet (skipped with a notice); names a user gave must exist.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Leniency {
-    /// Skip unregistered policies.
-    pub policies: bool,
-    /// Skip unregistered workloads.
-    pub workloads: bool,
-}
-
-/// Build the matrix spec from a suite or file and the flags.
-pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)> {
-    let (mut spec, lenient, title) = match (&args.config, &args.suite) {
+/// Build the matrix spec from a suite or file and the flags; returns it with its title.
+pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
+    let (mut spec, title) = match (&args.config, &args.suite) {
         (Some(_), Some(_)) => bail!("give --suite or --config, not both"),
         (Some((path, text)), None) => {
             let spec: MatrixSpec = toml::from_str(text).map_err(|e| {
@@ -245,7 +235,7 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)
                         .join(" ")
                 )
             })?;
-            (spec, false, format!("config {path}"))
+            (spec, format!("config {path}"))
         }
         (None, suite) => {
             let name = suite.as_deref().unwrap_or("quick");
@@ -256,7 +246,7 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)
                 )
             })?;
             let spec: MatrixSpec = toml::from_str(s.toml).expect("built-in suites parse");
-            (spec, true, format!("suite {name}"))
+            (spec, format!("suite {name}"))
         }
     };
     if let Some(p) = &args.policies {
@@ -321,42 +311,17 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, Leniency, String)
     } else {
         format!("{title} changed by {}", changed.join(", "))
     };
-    let leniency = Leniency {
-        policies: lenient && args.policies.is_none(),
-        workloads: lenient && args.workloads.is_none(),
-    };
-    Ok((spec, leniency, title))
+    Ok((spec, title))
 }
 
-/// Names in `given` that are registered; unregistered ones are an error unless
-/// `lenient` (a built-in suite naming things not yet implemented), then a notice.
-fn keep_registered(
-    kind: &str,
-    given: &[String],
-    valid: &[&str],
-    lenient: bool,
-    notices: &mut Vec<String>,
-) -> Result<Vec<String>> {
-    let (ok, missing): (Vec<String>, Vec<String>) = given
-        .iter()
-        .cloned()
-        .partition(|n| valid.contains(&n.as_str()));
-    if !missing.is_empty() {
-        if lenient {
-            notices.push(format!(
-                "skipping {kind}s not registered yet: {}",
-                missing.join(", ")
-            ));
-        } else {
-            bail!(
-                "unknown {kind} `{}`; valid: {}",
-                missing[0],
-                valid.join(", ")
-            );
-        }
+/// The names in `given`, each once, in order; an unregistered one is an error (a
+/// built-in suite too: a comparison never drops a system silently).
+fn keep_registered(kind: &str, given: &[String], valid: &[&str]) -> Result<Vec<String>> {
+    if let Some(missing) = given.iter().find(|n| !valid.contains(&n.as_str())) {
+        bail!("unknown {kind} `{missing}`; valid: {}", valid.join(", "));
     }
     let mut seen = Vec::new();
-    for n in ok {
+    for n in given.iter().cloned() {
         if !seen.contains(&n) {
             seen.push(n);
         }
@@ -396,22 +361,12 @@ fn workload_label(w: &WorkloadSpec) -> String {
 }
 
 /// Plan every run of the matrix, validating each configuration before anything runs.
-pub fn plan(
-    spec: &MatrixSpec,
-    lenient: Leniency,
-    notices: &mut Vec<String>,
-) -> Result<Vec<PlannedRun>> {
+pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
     let registered_policies = PolicyConfig::names();
     let policies: Vec<String> = if spec.policies.iter().any(|p| p == "*") {
         registered_policies.iter().map(|s| s.to_string()).collect()
     } else {
-        keep_registered(
-            "policy",
-            &spec.policies,
-            &registered_policies,
-            lenient.policies,
-            notices,
-        )?
+        keep_registered("policy", &spec.policies, &registered_policies)?
     };
     // `trace:PATH` is the `trace` workload replaying PATH, as in `tierkit sim`.
     let registry_name = |name: &str| -> String {
@@ -427,19 +382,13 @@ pub fn plan(
         .map(|w| registry_name(&w.name))
         .collect();
     let registered_workloads = WorkloadConfig::names();
-    let kept = keep_registered(
-        "workload",
-        &wnames,
-        &registered_workloads,
-        lenient.workloads,
-        notices,
-    )?;
+    let kept = keep_registered("workload", &wnames, &registered_workloads)?;
     let workloads: Vec<&WorkloadSpec> = spec
         .workloads
         .iter()
         .filter(|w| kept.contains(&registry_name(&w.name)))
         .collect();
-    let machines = keep_registered("machine", &spec.machines, &preset_names(), false, notices)?;
+    let machines = keep_registered("machine", &spec.machines, &preset_names())?;
     let ratios = spec.ratios.clone();
     for (what, empty) in [
         ("policies", policies.is_empty()),
@@ -581,9 +530,8 @@ fn finished(run: &PlannedRun, dir: &Path) -> Option<RunRecord> {
 /// The runs of a matrix, in order, and whether each is already finished in `out`
 /// (for an executor that runs them elsewhere).
 pub fn planned_runs(args: &CompareArgs) -> Result<Vec<(PlannedRun, bool)>> {
-    let (spec, lenient, _) = resolve_spec(args)?;
-    let mut notices = Vec::new();
-    let runs = plan(&spec, lenient, &mut notices)?;
+    let (spec, _) = resolve_spec(args)?;
+    let runs = plan(&spec)?;
     Ok(runs
         .into_iter()
         .map(|r| {
@@ -942,12 +890,8 @@ pub fn prepare_out_dir(dir: &Path, force: bool) -> Result<()> {
 /// Run the comparison; returns the derived rows, the leaderboard text and the report
 /// path.
 pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf)> {
-    let (spec, lenient, title) = resolve_spec(args)?;
-    let mut notices = Vec::new();
-    let runs = plan(&spec, lenient, &mut notices)?;
-    for n in &notices {
-        eprintln!("note: {n}");
-    }
+    let (spec, title) = resolve_spec(args)?;
+    let runs = plan(&spec)?;
     prepare_out_dir(&args.out, args.force)?;
     let bar = ProgressBar::with_draw_target(
         Some(runs.len() as u64),
@@ -1107,15 +1051,6 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
 
-    const STRICT: Leniency = Leniency {
-        policies: false,
-        workloads: false,
-    };
-    const LENIENT: Leniency = Leniency {
-        policies: true,
-        workloads: true,
-    };
-
     fn spec(policies: &[&str], workloads: &[&str], ratios: &[&str]) -> MatrixSpec {
         MatrixSpec {
             policies: policies.iter().map(|s| s.to_string()).collect(),
@@ -1192,13 +1127,7 @@ mod tests {
 
     #[test]
     fn plan_adds_references_once_and_ids_are_unique() {
-        let mut notes = Vec::new();
-        let runs = plan(
-            &spec(&["autonuma"], &["gups"], &["1:8", "1:4"]),
-            STRICT,
-            &mut notes,
-        )
-        .unwrap();
+        let runs = plan(&spec(&["autonuma"], &["gups"], &["1:8", "1:4"])).unwrap();
         let names: Vec<_> = runs
             .iter()
             .map(|r| (r.policy.as_str(), r.ratio.as_str()))
@@ -1218,62 +1147,40 @@ mod tests {
 
     #[test]
     fn invalid_matrices_fail_before_running() {
-        let mut n = Vec::new();
-        let e = plan(&spec(&["nope"], &["gups"], &["1:8"]), STRICT, &mut n)
+        let e = plan(&spec(&["nope"], &["gups"], &["1:8"]))
             .unwrap_err()
             .to_string();
         assert!(
             e.contains("unknown policy `nope`") && e.contains("autonuma"),
             "{e}"
         );
-        let e = plan(&spec(&["autonuma"], &["nope"], &["1:8"]), STRICT, &mut n)
+        let e = plan(&spec(&["autonuma"], &["nope"], &["1:8"]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown workload `nope`"), "{e}");
-        let e = plan(&spec(&[], &["gups"], &["1:8"]), STRICT, &mut n)
+        let e = plan(&spec(&[], &["gups"], &["1:8"]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("no policies"), "{e}");
-        let e = plan(&spec(&["autonuma"], &["gups"], &[]), STRICT, &mut n)
+        let e = plan(&spec(&["autonuma"], &["gups"], &[]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("no ratios"), "{e}");
-        let e = plan(&spec(&["autonuma"], &["gups"], &["0:8"]), STRICT, &mut n)
+        let e = plan(&spec(&["autonuma"], &["gups"], &["0:8"]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("fast-tier size"), "{e}");
         // A ratio so small the fast tier has no page at this footprint.
-        let e = plan(
-            &spec(&["autonuma"], &["gups"], &["1:10000000"]),
-            STRICT,
-            &mut n,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = plan(&spec(&["autonuma"], &["gups"], &["1:10000000"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("0 pages"), "{e}");
         let mut s = spec(&["autonuma"], &["gups"], &["1:8"]);
         s.machines = vec!["nope".into()];
-        assert!(plan(&s, STRICT, &mut n)
+        assert!(plan(&s)
             .unwrap_err()
             .to_string()
             .contains("unknown machine"));
-    }
-
-    #[test]
-    fn lenient_suites_skip_unregistered_names_with_a_notice() {
-        let mut notes = Vec::new();
-        let runs = plan(
-            &spec(
-                &["autonuma", "not-yet"],
-                &["gups", "not-yet-either"],
-                &["1:8"],
-            ),
-            LENIENT,
-            &mut notes,
-        )
-        .unwrap();
-        assert!(runs.iter().all(|r| r.policy != "not-yet"));
-        assert_eq!(notes.len(), 2, "{notes:?}");
     }
 
     #[test]
@@ -1281,16 +1188,12 @@ mod tests {
         for s in suites::SUITES {
             let spec: MatrixSpec =
                 toml::from_str(s.toml).unwrap_or_else(|e| panic!("{}: {e}", s.name));
-            let mut notes = Vec::new();
-            match plan(&spec, LENIENT, &mut notes) {
-                Ok(runs) => assert!(!runs.is_empty()),
-                // A paper suite whose systems are not all registered yet.
-                Err(e) => assert!(e.to_string().contains("has no"), "{}: {e}", s.name),
+            // Every name must be registered: a suite never drops a system silently.
+            let runs = plan(&spec).unwrap_or_else(|e| panic!("suite {}: {e}", s.name));
+            assert!(!runs.is_empty());
+            for p in spec.policies.iter().filter(|p| *p != "*") {
+                assert!(runs.iter().any(|r| &r.policy == p), "{}: {p}", s.name);
             }
-        }
-        for must in ["quick", "default"] {
-            let spec: MatrixSpec = toml::from_str(suites::find(must).unwrap().toml).unwrap();
-            assert!(plan(&spec, LENIENT, &mut Vec::new()).is_ok(), "{must}");
         }
     }
 }

@@ -636,7 +636,7 @@ mod sim {
     use crate::lru::test_scripts::{stat, TouchThenIdle};
     use tierkit_sim::testing::run;
     use tierkit_sim::{MachineConfig, RunOutput, SimConfig};
-    use tierkit_workloads::{GraphPr, GraphPrConfig, ZipfKv, ZipfKvConfig};
+    use tierkit_workloads::{GraphPr, GraphPrConfig, Gups, GupsConfig, ZipfKv, ZipfKvConfig};
 
     pub(crate) fn machine() -> MachineConfig {
         MachineConfig {
@@ -664,6 +664,49 @@ mod sim {
             ..ZipfKvConfig::default()
         };
         Box::new(ZipfKv::new(&cfg, 42))
+    }
+
+    /// GUPS over 1 GiB, 600 M updates (~19 s of machine time on `optane`):
+    /// `hot_probability` of them to a hot `hot_fraction` of the buffer starting at
+    /// `hot_offset_fraction` of it.
+    fn gups_faithful(
+        hot_probability: f64,
+        hot_fraction: f64,
+        hot_offset_fraction: f64,
+    ) -> Box<dyn Workload> {
+        let cfg = GupsConfig {
+            footprint_mib: 1024,
+            nr_updates: 600_000_000,
+            hot_probability,
+            hot_fraction,
+            hot_offset_fraction,
+            ..GupsConfig::default()
+        };
+        Box::new(Gups::new(&cfg, 42))
+    }
+
+    /// Run the registered policy `name` with its defaults at policy time scale 1,
+    /// sampled at 1/64 (its extensive parameters scaled as `tierkit sim` does), on
+    /// [`machine`].
+    fn faithful(name: &str, w: Box<dyn Workload>) -> RunOutput {
+        let sim = SimConfig {
+            sample_rate: tierkit_sim::SampleRate { denominator: 64 },
+            ..SimConfig::default()
+        };
+        let ctx = BuildContext {
+            space_scale: sim.sample_rate.scale(),
+            fresh_workload: None,
+        };
+        let policy = crate::PolicyConfig::default_for(name)
+            .expect("registered")
+            .build(&ctx);
+        let (out, _) = run(&machine(), &sim, policy, w);
+        let s = &out.summary;
+        eprintln!(
+            "{name:>12}: {:.3} s, fast ratio {:.3}, promoted {} demoted {}",
+            s.sim_seconds, s.fast_access_ratio, s.promoted_pages, s.demoted_pages
+        );
+        out
     }
 
     pub(crate) fn go(policy: Box<dyn Policy>, w: Box<dyn Workload>) -> RunOutput {
@@ -756,7 +799,7 @@ mod sim {
     /// run's cost (about 2 µs per 1024-page list of young tests) is too small to
     /// matter on dedicated tiering CPUs.
     #[test]
-    fn scan_interval_sensitivity() {
+    fn oracle_23_scan_interval_one_second_beats_slower_scans_and_nimble() {
         let at = |ms: u64| {
             let cfg = MultiClockConfig {
                 scan_interval_ms: ms,
@@ -771,21 +814,69 @@ mod sim {
             "1 s reacts faster than 5 s and 60 s"
         );
         assert!((t5 - t60).abs() < 0.1 * t60, "flat above 5 s");
+        // At equal T, MULTI-CLOCK >= Nimble (§V-E).
+        let nimble = go(Box::new(crate::Nimble::new(Default::default())), zipf_kv());
         assert!(
-            t250 <= t1 * 1.01,
-            "the simulator finds no cost to shorter intervals"
+            t1 <= nimble.summary.sim_seconds,
+            "{t1} vs nimble {}",
+            nimble.summary.sim_seconds
+        );
+        // The paper's peak at 1 s (shorter intervals slower) is not asserted: the
+        // model finds no cost to a 250 ms interval (docs/policies/multiclock.md,
+        // oracle 23).
+    }
+
+    /// Oracle 21 (§V-C-1, Fig. 6): when the hottest data is allocated first, and so
+    /// lands in DRAM, MULTI-CLOCK ≈ static tiering ≈ Nimble. GUPS over 1 GiB with its
+    /// hot 10% at the start of the buffer (first touched in order) on `optane` at 1:3,
+    /// at the paper's own time constants: ~19 s of machine time, sampled at 1/64.
+    /// (At the 300× policy time of the other tests here, MULTI-CLOCK's 1024-page scans
+    /// sweep the cold pages 300 times as often and it ping-pongs them, 55% slower than
+    /// static tiering: a distortion of shrunk time, not the paper's behaviour.)
+    #[test]
+    fn oracle_21_hot_data_allocated_first_leaves_little_to_gain() {
+        let hot_first = || gups_faithful(0.9, 0.1, 0.0);
+        let (m, n, ft) = (
+            faithful("multiclock", hot_first()),
+            faithful("nimble", hot_first()),
+            faithful("first-touch", hot_first()),
+        );
+        assert!(m.summary.sim_seconds > 10.0, "{} s", m.summary.sim_seconds);
+        let t = |o: &RunOutput| o.summary.sim_seconds;
+        assert!(
+            (t(&m) / t(&ft) - 1.0).abs() < 0.03,
+            "{} vs first-touch {}",
+            t(&m),
+            t(&ft)
+        );
+        assert!(
+            (t(&m) / t(&n) - 1.0).abs() < 0.03,
+            "{} vs nimble {}",
+            t(&m),
+            t(&n)
         );
     }
 
-    /// §V-C-1 (Fig. 6) on a GAP-like kernel (pull PageRank on a Kronecker graph):
-    /// the per-vertex arrays, the hottest data, are allocated after the CSR has filled
-    /// the fast tier. Static tiering leaves them on the slow tier; MULTI-CLOCK's
-    /// reclaim demotes the CSR's cold pages as the fast tier passes its low watermark,
-    /// so they are born in the fast tier, and it beats static tiering by far (the
-    /// paper assumed hot data is allocated first and found 4–68%). Nimble, on the
-    /// same reclaim, ends up within a few percent.
+    /// Oracle 22 (§V-C-1): a uniform-random trace shows no significant gain over
+    /// static tiering (every page equally hot: no placement beats another), at the
+    /// paper's time constants as for oracle 21.
     #[test]
-    fn gap_like_pagerank_beats_static_tiering() {
+    fn oracle_22_weak_locality_gains_nothing_over_static_tiering() {
+        let uniform = || gups_faithful(1.0, 1.0, 0.0);
+        let m = faithful("multiclock", uniform()).summary.sim_seconds;
+        let ft = faithful("first-touch", uniform()).summary.sim_seconds;
+        assert!(m > 0.97 * ft, "{m} vs first-touch {ft}");
+    }
+
+    /// A contrast with oracle 21 (not an oracle): when the per-vertex arrays, the
+    /// hottest data of pull PageRank, are allocated *after* the CSR has filled the
+    /// fast tier, static tiering leaves them on the slow tier, while MULTI-CLOCK's
+    /// reclaim demotes the CSR's cold pages as the fast tier passes its low watermark,
+    /// so they are born in the fast tier and it beats static tiering by far. Nimble,
+    /// on the same reclaim, ends up within a few percent. (The paper assumed GAPBS
+    /// allocates its hot data first, oracle 21, and found 4–68%.)
+    #[test]
+    fn pagerank_vertex_arrays_allocated_after_the_csr_are_born_fast_through_reclaim() {
         let pr = || {
             let cfg = GraphPrConfig {
                 scale: 1.0 / 64.0,
