@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 use tierkit::run_config::{self, RunArgs};
-use tierkit::{bench, compare, list, run};
+use tierkit::{bench, claims, compare, list, run};
 
 /// tierkit: compare tiered-memory placement policies on a simulated machine.
 #[derive(Parser)]
@@ -99,6 +99,28 @@ enum Command {
         /// `ray.init()` finds.
         #[arg(long)]
         address: Option<String>,
+    },
+    /// Rerun the five papers' claims as experiments and judge each: reproduced, partly,
+    /// not reproduced, or cannot be tested (claim files in crates/cli/claims/).
+    Claims {
+        /// Papers, comma separated: chrono, memtis, freqtier, multiclock, pet. Default: all.
+        #[arg(long, value_delimiter = ',')]
+        paper: Vec<String>,
+        /// Output directory (one compare directory per matrix, claims.md, claims.json);
+        /// rerunning into it reuses finished runs.
+        #[arg(long, default_value = "tierkit-claims")]
+        out: PathBuf,
+        /// Runs at once (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Cut every run to a few hundred thousand accesses: checks that every claim's
+        /// matrix runs and is judged, not the claims.
+        #[arg(long)]
+        smoke: bool,
+        /// Write claims.md into this docs directory and each paper's table into its
+        /// page under policies/ (between the claims markers).
+        #[arg(long)]
+        write_docs: Option<PathBuf>,
     },
     /// List policies, workloads, machines and suites (a section in full with its name).
     List {
@@ -225,6 +247,25 @@ fn real_main() -> Result<()> {
                 run::write_files(dir, &cfg, &result)?;
                 println!("  results in {}", dir.display());
             }
+        }
+        Command::Claims {
+            paper,
+            out,
+            jobs,
+            smoke,
+            write_docs,
+        } => {
+            let args = claims::ClaimsArgs {
+                papers: paper,
+                out,
+                smoke,
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                write_docs,
+            };
+            let (_, summary) = claims::run(&args)?;
+            print!("{summary}");
+            println!("claims: {}", args.out.join("claims.md").display());
         }
         Command::Compare {
             suite,

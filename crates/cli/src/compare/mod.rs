@@ -946,8 +946,11 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         }
     }
     for members in groups.values() {
-        // One run needs no recording; more share one.
-        let recording = (members.len() > 1).then(|| {
+        // One run needs no recording; more share one. Runs capped by
+        // `sim.max_accesses` read only the start of the stream, so recording all of
+        // it would cost more than generating that start again for each.
+        let capped = runs[members[0]].config.sim.max_accesses != 0;
+        let recording = (members.len() > 1 && !capped).then(|| {
             bar.set_message(format!("generating {}", runs[members[0]].workload));
             record_workload(&runs[members[0]].config)
         });

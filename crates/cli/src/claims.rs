@@ -1,0 +1,977 @@
+//! Paper claims as rerunnable experiments (`tierkit claims`).
+//!
+//! Each paper has one claim file (`crates/cli/claims/<paper>.toml`, built into the
+//! binary): the matrices to run (a built-in suite or an inline `compare` matrix) and
+//! its claims, each naming the matrix, the policy and the baseline it compares, the
+//! metric, what the paper reports and what counts as reproduced. Claims of one paper
+//! share its matrices, as a paper's figures share its runs, so each run is done once.
+//!
+//! `tierkit claims` runs the matrices through `compare` (parallel, resumable: a rerun
+//! into the same `--out` reuses finished runs), judges every claim from the results
+//! and writes `claims.md` (the summary, per paper) and `claims.json`; `--write-docs`
+//! puts the tables into `docs/claims.md` and each policy page, between the markers
+//! `<!-- claims:begin -->` and `<!-- claims:end -->`, so no claims table is typed by
+//! hand.
+
+use crate::compare::{self, CompareArgs, ResultRow};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The built-in claim files, one per paper, in the order reports list them.
+pub const FILES: &[(&str, &str)] = &[
+    ("chrono", include_str!("../claims/chrono.toml")),
+    ("memtis", include_str!("../claims/memtis.toml")),
+    ("freqtier", include_str!("../claims/freqtier.toml")),
+    ("multiclock", include_str!("../claims/multiclock.toml")),
+    ("pet", include_str!("../claims/pet.toml")),
+];
+
+/// Extra settings of `--smoke` for every run: exact (a tiny sampled run would hold
+/// too few regions) and stopped after this many accesses.
+pub const SMOKE_SETS: &[&str] = &["sim.sample_rate=\"1\"", "sim.max_accesses=200000"];
+
+/// `--smoke` shrinks every workload that has a `scale` setting by this factor, so
+/// building it (a graph, a key-value store) and the clairvoyant references' reading
+/// of its whole stream take moments.
+pub const SMOKE_SCALE: f64 = 1.0 / 64.0;
+
+/// One paper's claim file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimFile {
+    /// The paper's short name (the policy page's file stem under `docs/policies/`).
+    pub paper: String,
+    /// The paper as cited.
+    pub title: String,
+    /// The matrices its claims run, by name.
+    #[serde(default)]
+    pub matrices: BTreeMap<String, ClaimMatrix>,
+    /// The claims.
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+}
+
+/// A matrix: a built-in suite or an inline `compare` matrix (TOML), plus settings
+/// applied to every run after the matrix's own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimMatrix {
+    /// A built-in suite (`tierkit list suites`).
+    #[serde(default)]
+    pub suite: Option<String>,
+    /// An inline matrix in `tierkit compare --config` syntax.
+    #[serde(default)]
+    pub toml: Option<String>,
+    /// `--set` overrides for every run of the matrix.
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Policies only (replacing the suite's), to run a suite's cells for fewer systems.
+    #[serde(default)]
+    pub policies: Option<Vec<String>>,
+}
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Better {
+    /// Smaller is better (runtime, slowdown, migrations).
+    Lower,
+    /// Larger is better (fast-access ratio, F1, saving).
+    Higher,
+}
+
+/// What the paper says the policy does against the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expect {
+    /// The policy is better (gain above 1).
+    Better,
+    /// Neither is clearly better: the gain is within `tie_within` of 1.
+    Tie,
+    /// The policy is worse (the paper reports a loss).
+    Worse,
+}
+
+/// How the cells of a claim are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aggregate {
+    /// Every cell must hold ("on every workload").
+    Each,
+    /// The geometric mean of the cells' gains ("on average").
+    Geomean,
+}
+
+/// One claim of a paper.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// Short id, unique within the paper.
+    pub id: String,
+    /// The claim as the paper makes it.
+    pub statement: String,
+    /// Where: section and figure.
+    pub source: String,
+    /// A headline comparison (who beats whom on the paper's main workloads).
+    #[serde(default)]
+    pub headline: bool,
+    /// Why the claim cannot be tested in tierkit; then nothing else is needed.
+    #[serde(default)]
+    pub untestable: Option<String>,
+    /// The matrix it runs on.
+    #[serde(default)]
+    pub matrix: Option<String>,
+    /// The policy the claim is about.
+    #[serde(default)]
+    pub policy: Option<String>,
+    /// What it is compared with.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Workload labels to judge (default: every workload of the matrix).
+    #[serde(default)]
+    pub workloads: Vec<String>,
+    /// Fast-tier sizes to judge (default: all).
+    #[serde(default)]
+    pub ratios: Vec<String>,
+    /// Machines to judge (default: all).
+    #[serde(default)]
+    pub machines: Vec<String>,
+    /// A `results.csv` column, or `stat:NAME` for a policy statistic of the runs'
+    /// summaries. Default `sim_seconds`.
+    #[serde(default = "default_metric")]
+    pub metric: String,
+    /// Which way the metric is better; default lower.
+    #[serde(default = "default_better")]
+    pub better: Better,
+    /// What the paper reports; default better.
+    #[serde(default = "default_expect")]
+    pub expect: Expect,
+    /// How cells combine; default each.
+    #[serde(default = "default_aggregate")]
+    pub aggregate: Aggregate,
+    /// The paper's gain (baseline over policy for a lower-is-better metric, policy
+    /// over baseline otherwise) as `[low, high]`: the magnitude counted as reproduced.
+    #[serde(default)]
+    pub paper_gain: Option<[f64; 2]>,
+    /// For `expect = "tie"`: the largest |gain − 1| that is still a tie (default 0.05).
+    #[serde(default)]
+    pub tie_within: Option<f64>,
+    /// What a rerun showed about a miss and how it was checked (written after the
+    /// investigation; shown beside the verdict).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+fn default_metric() -> String {
+    "sim_seconds".into()
+}
+fn default_better() -> Better {
+    Better::Lower
+}
+fn default_expect() -> Expect {
+    Expect::Better
+}
+fn default_aggregate() -> Aggregate {
+    Aggregate::Each
+}
+
+/// A claim's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Direction and magnitude as the paper says.
+    Reproduced,
+    /// The direction holds (or holds in some cells) but not the magnitude.
+    Partly,
+    /// The direction does not hold.
+    NotReproduced,
+    /// tierkit cannot test it; the claim says why.
+    CannotBeTested,
+    /// The runs it needs did not finish.
+    NoData,
+}
+
+impl Verdict {
+    fn text(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Partly => "partly",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::CannotBeTested => "cannot be tested",
+            Verdict::NoData => "no data",
+        }
+    }
+}
+
+/// One judged cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// Workload label, machine and fast-tier size.
+    pub cell: String,
+    /// The policy's metric.
+    pub policy_value: f64,
+    /// The baseline's.
+    pub baseline_value: f64,
+    /// The gain (above 1: the policy is better).
+    pub gain: f64,
+}
+
+/// A judged claim.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judged {
+    /// Paper.
+    pub paper: String,
+    /// Claim id.
+    pub id: String,
+    /// The claim.
+    pub statement: String,
+    /// Section and figure.
+    pub source: String,
+    /// Headline comparison.
+    pub headline: bool,
+    /// Verdict.
+    pub verdict: Verdict,
+    /// The measured cells.
+    pub cells: Vec<Cell>,
+    /// The aggregate gain (geometric mean of the cells).
+    pub gain: Option<f64>,
+    /// What was measured, in words, and why the verdict.
+    pub measured: String,
+    /// The paper's gain range.
+    pub paper_gain: Option<[f64; 2]>,
+    /// The claim file's reason.
+    pub reason: Option<String>,
+}
+
+/// Parse one claim file and check it: ids unique, every testable claim complete,
+/// its matrix declared, its policies in the matrix, its metric known.
+pub fn parse(name: &str, text: &str) -> Result<ClaimFile> {
+    let f: ClaimFile = toml::from_str(text).map_err(|e| {
+        anyhow!(
+            "claim file {name}: {}",
+            e.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    })?;
+    let mut seen = std::collections::BTreeSet::new();
+    for c in &f.claims {
+        let at = format!("claim file {name}, claim `{}`", c.id);
+        if !seen.insert(c.id.clone()) {
+            bail!("{at}: the id is used twice");
+        }
+        if c.untestable.is_some() {
+            continue;
+        }
+        let m = c
+            .matrix
+            .as_ref()
+            .ok_or_else(|| anyhow!("{at}: give `matrix` (or `untestable` with a reason)"))?;
+        if !f.matrices.contains_key(m) {
+            bail!(
+                "{at}: matrix `{m}` is not declared; declared: {}",
+                f.matrices.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        if c.policy.is_none() || c.baseline.is_none() {
+            bail!("{at}: give `policy` and `baseline`");
+        }
+        if !c.metric.starts_with("stat:") && !ROW_METRICS.contains(&c.metric.as_str()) {
+            bail!(
+                "{at}: unknown metric `{}`; valid: {}, or stat:NAME",
+                c.metric,
+                ROW_METRICS.join(", ")
+            );
+        }
+        if let Some([lo, hi]) = c.paper_gain {
+            if !(lo > 0.0 && lo <= hi) {
+                bail!("{at}: paper_gain must be [low, high] with 0 < low <= high");
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// Numeric columns of `results.csv` a claim may judge.
+pub const ROW_METRICS: &[&str] = &[
+    "sim_seconds",
+    "slowdown",
+    "fast_access_ratio",
+    "precision",
+    "recall",
+    "f1",
+    "promoted_pages",
+    "demoted_pages",
+    "migrated_bytes",
+    "migration_traffic_share",
+    "pingpong_pages",
+    "hint_faults",
+    "samples",
+    "tiering_cpu_seconds",
+    "policy_metadata_bytes",
+    "fast_mean_used_pages",
+    "fast_saving_vs_first_touch",
+];
+
+/// Every built-in claim file, parsed.
+pub fn builtin() -> Result<Vec<ClaimFile>> {
+    FILES.iter().map(|(n, t)| parse(n, t)).collect()
+}
+
+/// The compare arguments that run matrix `m` into `out`.
+pub fn matrix_args(m: &ClaimMatrix, out: PathBuf, smoke: bool, jobs: usize) -> Result<CompareArgs> {
+    let mut sets = m.set.clone();
+    let mut args = CompareArgs {
+        suite: m.suite.clone(),
+        config: m
+            .toml
+            .as_ref()
+            .map(|t| (format!("claims matrix in {}", out.display()), t.clone())),
+        policies: m.policies.clone(),
+        jobs,
+        out,
+        force: false,
+        progress: false,
+        ..CompareArgs::default()
+    };
+    if smoke {
+        sets.extend(SMOKE_SETS.iter().map(|s| s.to_string()));
+        // The matrix with each scalable workload shrunk, handed on as a config.
+        let (mut spec, title) = compare::resolve_spec(&args)?;
+        for w in &mut spec.workloads {
+            let scalable = tierkit_workloads::WorkloadConfig::default_for(&w.name)
+                .and_then(|c| toml::Value::try_from(c).ok())
+                .is_some_and(|v| v.get("scale").is_some());
+            if scalable {
+                let own = w
+                    .set
+                    .iter()
+                    .find_map(|s| s.strip_prefix("workload.scale="))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .unwrap_or(1.0);
+                w.set.push(format!("workload.scale={}", own * SMOKE_SCALE));
+            }
+        }
+        let text = toml::to_string(&spec).context("a matrix serializes")?;
+        args.suite = None;
+        args.config = Some((format!("{title} (smoke)"), text));
+        args.policies = None;
+    }
+    args.sets = sets;
+    Ok(args)
+}
+
+/// Check that every matrix of `f` plans (names registered, settings valid) and that
+/// every claim's policies and workloads are in its matrix.
+pub fn validate(f: &ClaimFile) -> Result<()> {
+    for (name, m) in &f.matrices {
+        let args = matrix_args(m, PathBuf::from("unused"), false, 1)?;
+        let (spec, _) = compare::resolve_spec(&args)
+            .with_context(|| format!("claims {}: matrix `{name}`", f.paper))?;
+        let runs =
+            compare::plan(&spec).with_context(|| format!("claims {}: matrix `{name}`", f.paper))?;
+        for c in f
+            .claims
+            .iter()
+            .filter(|c| c.matrix.as_deref() == Some(name))
+        {
+            for p in [&c.policy, &c.baseline].into_iter().flatten() {
+                if !runs.iter().any(|r| &r.policy == p) {
+                    bail!(
+                        "claims {}: claim `{}` compares `{p}`, which matrix `{name}` does not run",
+                        f.paper,
+                        c.id
+                    );
+                }
+            }
+            for w in &c.workloads {
+                if !runs.iter().any(|r| &r.workload == w) {
+                    bail!(
+                        "claims {}: claim `{}` judges workload `{w}`, which matrix `{name}` does not run; it runs: {}",
+                        f.paper,
+                        c.id,
+                        labels(&runs)
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn labels(runs: &[compare::PlannedRun]) -> String {
+    let mut l: Vec<&str> = runs.iter().map(|r| r.workload.as_str()).collect();
+    l.dedup();
+    l.join(", ")
+}
+
+/// What `tierkit claims` was asked.
+#[derive(Debug, Clone)]
+pub struct ClaimsArgs {
+    /// Papers to run (all when empty).
+    pub papers: Vec<String>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Tiny runs: check the pipeline, not the claims.
+    pub smoke: bool,
+    /// Runs at once.
+    pub jobs: usize,
+    /// Write `claims.md` into this docs directory and the tables into its policy pages.
+    pub write_docs: Option<PathBuf>,
+}
+
+/// Run the claims; returns every judged claim and the summary text.
+pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
+    let files = builtin()?;
+    let valid: Vec<&str> = files.iter().map(|f| f.paper.as_str()).collect();
+    for p in &args.papers {
+        if !valid.contains(&p.as_str()) {
+            bail!("unknown paper `{p}`; valid: {}", valid.join(", "));
+        }
+    }
+    if args.smoke && args.write_docs.is_some() {
+        bail!("--smoke runs are too short to judge claims; drop --write-docs");
+    }
+    let chosen: Vec<&ClaimFile> = files
+        .iter()
+        .filter(|f| args.papers.is_empty() || args.papers.contains(&f.paper))
+        .collect();
+    for f in &chosen {
+        validate(f)?;
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut judged = Vec::new();
+    for f in &chosen {
+        let mut results: BTreeMap<String, (Vec<ResultRow>, PathBuf)> = BTreeMap::new();
+        for (name, m) in &f.matrices {
+            if !f.claims.iter().any(|c| c.matrix.as_deref() == Some(name)) {
+                continue;
+            }
+            let dir = args.out.join(&f.paper).join(name);
+            eprintln!("claims {}: matrix `{name}` in {}", f.paper, dir.display());
+            let cargs = matrix_args(m, dir.clone(), args.smoke, args.jobs)?;
+            // A matrix whose runs partly fail still judges the claims it can.
+            let rows = match compare::run_matrix(&cargs) {
+                Ok((rows, _, _)) => rows,
+                Err(e) => {
+                    eprintln!("claims {}: matrix `{name}`: {e:#}", f.paper);
+                    read_rows(&dir).unwrap_or_default()
+                }
+            };
+            results.insert(name.clone(), (rows, dir));
+        }
+        for c in &f.claims {
+            judged.push(judge(f, c, &results));
+        }
+    }
+    let summary = summary_md(&files, &judged, args.smoke);
+    std::fs::write(args.out.join("claims.md"), &summary)?;
+    std::fs::write(
+        args.out.join("claims.json"),
+        serde_json::to_string_pretty(&judged)? + "\n",
+    )?;
+    if let Some(docs) = &args.write_docs {
+        write_docs(docs, &files, &judged, &summary)?;
+    }
+    Ok((judged, summary))
+}
+
+fn read_rows(dir: &Path) -> Result<Vec<ResultRow>> {
+    #[derive(Deserialize)]
+    struct Row {
+        #[serde(flatten)]
+        v: serde_json::Map<String, serde_json::Value>,
+    }
+    let text = std::fs::read_to_string(dir.join("results.json"))?;
+    let rows: Vec<Row> = serde_json::from_str(&text)?;
+    // Only the fields judging needs; the rest keep their defaults.
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let s = |k: &str| {
+                r.v.get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let mut row = ResultRow {
+                id: s("id"),
+                workload: s("workload"),
+                machine: s("machine"),
+                ratio: s("ratio"),
+                policy: s("policy"),
+                ..ResultRow::default()
+            };
+            row.sim_seconds =
+                r.v.get("sim_seconds")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0);
+            row
+        })
+        .collect())
+}
+
+/// The value of `metric` in `row` (a run of `dir`).
+fn metric_of(row: &ResultRow, metric: &str, dir: &Path) -> Option<f64> {
+    if let Some(stat) = metric.strip_prefix("stat:") {
+        let text =
+            std::fs::read_to_string(dir.join("runs").join(&row.id).join("summary.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        return v["policy_stats"]
+            .as_array()?
+            .iter()
+            .find(|p| p[0].as_str() == Some(stat))
+            .and_then(|p| p[1].as_f64());
+    }
+    serde_json::to_value(row).ok()?.get(metric)?.as_f64()
+}
+
+/// How much better `p` is than `b` on a metric that is better `better`.
+fn gain_of(p: f64, b: f64, better: Better) -> f64 {
+    let (num, den) = match better {
+        Better::Lower => (b, p),
+        Better::Higher => (p, b),
+    };
+    if num == 0.0 && den == 0.0 {
+        1.0
+    } else if den == 0.0 {
+        f64::INFINITY
+    } else {
+        num / den
+    }
+}
+
+fn geomean(xs: &[f64]) -> f64 {
+    if xs.iter().any(|x| x.is_infinite()) {
+        return f64::INFINITY;
+    }
+    if xs.contains(&0.0) {
+        return 0.0;
+    }
+    (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp()
+}
+
+/// Judge one claim from its matrix's results.
+pub fn judge(
+    f: &ClaimFile,
+    c: &Claim,
+    results: &BTreeMap<String, (Vec<ResultRow>, PathBuf)>,
+) -> Judged {
+    let mut j = Judged {
+        paper: f.paper.clone(),
+        id: c.id.clone(),
+        statement: c.statement.clone(),
+        source: c.source.clone(),
+        headline: c.headline,
+        verdict: Verdict::NoData,
+        cells: Vec::new(),
+        gain: None,
+        measured: String::new(),
+        paper_gain: c.paper_gain,
+        reason: c.reason.clone(),
+    };
+    if let Some(why) = &c.untestable {
+        j.verdict = Verdict::CannotBeTested;
+        j.measured = why.clone();
+        return j;
+    }
+    let (Some(m), Some(p), Some(b)) = (&c.matrix, &c.policy, &c.baseline) else {
+        return j;
+    };
+    let Some((rows, dir)) = results.get(m) else {
+        j.measured = "the matrix was not run".into();
+        return j;
+    };
+    let keep = |r: &ResultRow| {
+        (c.workloads.is_empty() || c.workloads.contains(&r.workload))
+            && (c.ratios.is_empty() || c.ratios.contains(&r.ratio))
+            && (c.machines.is_empty() || c.machines.contains(&r.machine))
+    };
+    for pr in rows.iter().filter(|r| &r.policy == p && keep(r)) {
+        let Some(br) = rows.iter().find(|r| {
+            &r.policy == b
+                && r.workload == pr.workload
+                && r.machine == pr.machine
+                && r.ratio == pr.ratio
+        }) else {
+            continue;
+        };
+        let (Some(pv), Some(bv)) = (metric_of(pr, &c.metric, dir), metric_of(br, &c.metric, dir))
+        else {
+            continue;
+        };
+        j.cells.push(Cell {
+            cell: format!("{} {} {}", pr.workload, pr.machine, pr.ratio),
+            policy_value: pv,
+            baseline_value: bv,
+            gain: gain_of(pv, bv, c.better),
+        });
+    }
+    if j.cells.is_empty() {
+        j.measured = format!("no finished {p}/{b} pair of runs");
+        return j;
+    }
+    let gains: Vec<f64> = j.cells.iter().map(|x| x.gain).collect();
+    let g = geomean(&gains);
+    j.gain = Some(g);
+    let in_range = |x: f64| c.paper_gain.is_none_or(|[lo, hi]| x >= lo && x <= hi);
+    let tie = c.tie_within.unwrap_or(0.05);
+    let holds = |x: f64| match c.expect {
+        Expect::Better => x > 1.0,
+        Expect::Worse => x < 1.0,
+        Expect::Tie => (x - 1.0).abs() <= tie,
+    };
+    let (dir_all, dir_some, mag) = match c.aggregate {
+        Aggregate::Each => (
+            gains.iter().all(|&x| holds(x)),
+            gains.iter().any(|&x| holds(x)),
+            gains.iter().all(|&x| in_range(x)),
+        ),
+        Aggregate::Geomean => (holds(g), holds(g), in_range(g)),
+    };
+    j.verdict = if dir_all && mag {
+        Verdict::Reproduced
+    } else if dir_some && c.expect != Expect::Tie {
+        Verdict::Partly
+    } else {
+        Verdict::NotReproduced
+    };
+    let n_hold = gains.iter().filter(|&&x| holds(x)).count();
+    let what = match c.expect {
+        Expect::Better => format!("{p} better than {b}"),
+        Expect::Worse => format!("{p} worse than {b}"),
+        Expect::Tie => format!("{p} within {:.0}% of {b}", tie * 100.0),
+    };
+    j.measured = format!(
+        "{} gain {}; {what} in {n_hold} of {} cells{}",
+        match c.aggregate {
+            Aggregate::Each => "cells' geomean",
+            Aggregate::Geomean => "geomean",
+        },
+        fmt_gain(g),
+        gains.len(),
+        match (c.paper_gain, mag) {
+            (Some(_), true) => ", in the paper's range".to_string(),
+            (Some([lo, hi]), false) =>
+                format!(", outside the paper's {}–{}", fmt_gain(lo), fmt_gain(hi)),
+            (None, _) => String::new(),
+        }
+    );
+    j
+}
+
+fn fmt_gain(g: f64) -> String {
+    if g.is_infinite() {
+        "∞".into()
+    } else {
+        format!("{g:.3}×")
+    }
+}
+
+/// One paper's claims as a Markdown table.
+pub fn paper_table(judged: &[Judged], paper: &str) -> String {
+    let mut t = String::from(
+        "| claim | source | paper | measured (gain per cell) | verdict |\n|---|---|---|---|---|\n",
+    );
+    for j in judged.iter().filter(|j| j.paper == paper) {
+        let cells: Vec<String> = j
+            .cells
+            .iter()
+            .map(|c| format!("{} {}", c.cell, fmt_gain(c.gain)))
+            .collect();
+        let paper_gain = j.paper_gain.map_or("—".to_string(), |[lo, hi]| {
+            format!("{}–{}", fmt_gain(lo), fmt_gain(hi))
+        });
+        let mut measured = j.measured.clone();
+        if !cells.is_empty() {
+            let _ = write!(measured, " ({})", cells.join("; "));
+        }
+        if let Some(r) = &j.reason {
+            let _ = write!(measured, ". Why: {r}");
+        }
+        let _ = writeln!(
+            t,
+            "| **{}**{}: {} | {} | {} | {} | {} |",
+            j.id,
+            if j.headline { " (headline)" } else { "" },
+            j.statement.replace('|', "\\|"),
+            j.source,
+            paper_gain,
+            measured.replace('|', "\\|"),
+            j.verdict.text()
+        );
+    }
+    t
+}
+
+/// The summary: per paper, the count of each verdict and the headline share, then
+/// each paper's table.
+pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String {
+    let mut s = String::from("# Paper claims, rerun\n\n");
+    s.push_str(
+        "Generated by `tierkit claims --out DIR --write-docs docs` from the claim files in \
+         `crates/cli/claims/`; do not edit by hand. A gain is how many times better the \
+         policy is than the baseline on the claim's metric (baseline over policy for \
+         runtime). Reproduced = direction and the paper's magnitude; partly = the \
+         direction in some cells or without the magnitude.\n\n",
+    );
+    if smoke {
+        s.push_str("**Smoke run** (`--smoke`): runs cut to a few hundred thousand accesses; the verdicts below test the pipeline, not the papers.\n\n");
+    }
+    s.push_str("| paper | reproduced | partly | not reproduced | cannot be tested | no data | headline comparisons reproduced in direction |\n|---|---|---|---|---|---|---|\n");
+    let mut all_head = (0, 0);
+    for f in files {
+        let mine: Vec<&Judged> = judged.iter().filter(|j| j.paper == f.paper).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let count = |v: Verdict| mine.iter().filter(|j| j.verdict == v).count();
+        let heads: Vec<&&Judged> = mine
+            .iter()
+            .filter(|j| j.headline && j.verdict != Verdict::CannotBeTested)
+            .collect();
+        let head_ok = heads
+            .iter()
+            .filter(|j| matches!(j.verdict, Verdict::Reproduced | Verdict::Partly))
+            .count();
+        all_head.0 += head_ok;
+        all_head.1 += heads.len();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} of {} |",
+            f.title,
+            count(Verdict::Reproduced),
+            count(Verdict::Partly),
+            count(Verdict::NotReproduced),
+            count(Verdict::CannotBeTested),
+            count(Verdict::NoData),
+            head_ok,
+            heads.len()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nHeadline comparisons reproduced in direction (fully or in some cells): {} of {}.\n",
+        all_head.0, all_head.1
+    );
+    for f in files {
+        if judged.iter().any(|j| j.paper == f.paper) {
+            let _ = writeln!(s, "## {}\n\n{}", f.title, paper_table(judged, &f.paper));
+        }
+    }
+    s
+}
+
+const BEGIN: &str = "<!-- claims:begin -->";
+const END: &str = "<!-- claims:end -->";
+
+/// Write `claims.md` into `docs` and each judged paper's table into
+/// `docs/policies/<paper>.md` between the markers.
+fn write_docs(docs: &Path, files: &[ClaimFile], judged: &[Judged], summary: &str) -> Result<()> {
+    std::fs::write(docs.join("claims.md"), summary)?;
+    for f in files {
+        if !judged.iter().any(|j| j.paper == f.paper) {
+            continue;
+        }
+        let page = docs.join("policies").join(format!("{}.md", f.paper));
+        let text = std::fs::read_to_string(&page)
+            .with_context(|| format!("cannot read {}", page.display()))?;
+        let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
+            bail!(
+                "{} has no `{BEGIN}` … `{END}` block to write the claims table into",
+                page.display()
+            );
+        };
+        let new = format!(
+            "{}{BEGIN}\n<!-- generated by `tierkit claims --write-docs`; edit crates/cli/claims/{}.toml instead -->\n\n{}\n{}",
+            &text[..b],
+            f.paper,
+            paper_table(judged, &f.paper),
+            &text[e..]
+        );
+        std::fs::write(&page, new)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_claim_file_parses_and_its_matrices_plan() {
+        let files = builtin().unwrap();
+        assert_eq!(files.len(), FILES.len());
+        for (f, (name, _)) in files.iter().zip(FILES) {
+            assert_eq!(&f.paper, name);
+            assert!(!f.claims.is_empty(), "{name} has claims");
+            validate(f).unwrap();
+            assert!(
+                f.claims.iter().any(|c| c.headline),
+                "{name} names its headline comparisons"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_claim_is_a_clear_error() {
+        let base = "paper = \"p\"\ntitle = \"P\"\n[matrices.m]\nsuite = \"chrono\"\n";
+        let e = parse("p", &format!("{base}[[claims]]\nid = \"a\"\nstatement = \"s\"\nsource = \"§1\"\nmatrix = \"nope\"\npolicy = \"tpp\"\nbaseline = \"first-touch\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("matrix `nope` is not declared; declared: m"),
+            "{e}"
+        );
+        let e = parse("p", &format!("{base}[[claims]]\nid = \"a\"\nstatement = \"s\"\nsource = \"§1\"\nmatrix = \"m\"\npolicy = \"tpp\"\nbaseline = \"first-touch\"\nmetric = \"speed\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown metric `speed`"), "{e}");
+        let f = parse("p", &format!("{base}[[claims]]\nid = \"a\"\nstatement = \"s\"\nsource = \"§1\"\nmatrix = \"m\"\npolicy = \"hemem\"\nbaseline = \"first-touch\"\n")).unwrap();
+        let e = validate(&f).unwrap_err().to_string();
+        assert!(
+            e.contains("compares `hemem`, which matrix `m` does not run"),
+            "{e}"
+        );
+    }
+
+    fn row(policy: &str, workload: &str, secs: f64) -> ResultRow {
+        ResultRow {
+            id: format!("{policy}-{workload}"),
+            workload: workload.into(),
+            machine: "cxl".into(),
+            ratio: "1:8".into(),
+            policy: policy.into(),
+            sim_seconds: secs,
+            ..ResultRow::default()
+        }
+    }
+
+    fn claim(expect: Expect, aggregate: Aggregate, paper_gain: Option<[f64; 2]>) -> Claim {
+        Claim {
+            id: "c".into(),
+            statement: "s".into(),
+            source: "§1".into(),
+            headline: true,
+            untestable: None,
+            matrix: Some("m".into()),
+            policy: Some("a".into()),
+            baseline: Some("b".into()),
+            workloads: vec![],
+            ratios: vec![],
+            machines: vec![],
+            metric: "sim_seconds".into(),
+            better: Better::Lower,
+            expect,
+            aggregate,
+            paper_gain,
+            tie_within: None,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_direction_and_magnitude() {
+        let f = ClaimFile {
+            paper: "p".into(),
+            title: "P".into(),
+            matrices: BTreeMap::new(),
+            claims: vec![],
+        };
+        let rows = vec![
+            row("a", "w1", 1.0),
+            row("b", "w1", 1.5),
+            row("a", "w2", 1.0),
+            row("b", "w2", 0.9),
+        ];
+        let res = BTreeMap::from([("m".to_string(), (rows, PathBuf::from("/nonexistent")))]);
+        let v = |c: Claim| judge(&f, &c, &res);
+        // a wins w1 by 1.5x, loses w2 (gain 0.9): each → partly, geomean 1.16 → better.
+        assert_eq!(
+            v(claim(Expect::Better, Aggregate::Each, None)).verdict,
+            Verdict::Partly
+        );
+        let g = v(claim(Expect::Better, Aggregate::Geomean, None));
+        assert_eq!(g.verdict, Verdict::Reproduced);
+        assert!((g.gain.unwrap() - (1.5f64 * 0.9).sqrt()).abs() < 1e-12);
+        // The paper's range decides magnitude.
+        assert_eq!(
+            v(claim(Expect::Better, Aggregate::Geomean, Some([1.5, 3.0]))).verdict,
+            Verdict::Partly
+        );
+        assert_eq!(
+            v(claim(Expect::Better, Aggregate::Geomean, Some([1.1, 1.2]))).verdict,
+            Verdict::Reproduced
+        );
+        // A tie within 5% holds for neither cell; a loss is a miss.
+        assert_eq!(
+            v(claim(Expect::Tie, Aggregate::Each, None)).verdict,
+            Verdict::NotReproduced
+        );
+        let mut worse = claim(Expect::Worse, Aggregate::Each, None);
+        worse.workloads = vec!["w1".into()];
+        assert_eq!(v(worse).verdict, Verdict::NotReproduced);
+        // Nothing to judge: no data, never a verdict.
+        let mut none = claim(Expect::Better, Aggregate::Each, None);
+        none.baseline = Some("c".into());
+        assert_eq!(v(none).verdict, Verdict::NoData);
+    }
+
+    #[test]
+    fn write_docs_replaces_only_the_marked_block() {
+        let dir = std::env::temp_dir().join(format!("tierkit-claims-docs-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("policies")).unwrap();
+        let page = dir.join("policies/p.md");
+        std::fs::write(
+            &page,
+            format!("# P\nbefore\n{BEGIN}\nold table\n{END}\nafter\n"),
+        )
+        .unwrap();
+        let f = ClaimFile {
+            paper: "p".into(),
+            title: "P".into(),
+            matrices: BTreeMap::new(),
+            claims: vec![],
+        };
+        let mut c = claim(Expect::Better, Aggregate::Each, None);
+        c.untestable = Some("no such machine".into());
+        let j = judge(&f, &c, &BTreeMap::new());
+        assert_eq!(j.verdict, Verdict::CannotBeTested);
+        write_docs(&dir, std::slice::from_ref(&f), &[j], "summary").unwrap();
+        let text = std::fs::read_to_string(&page).unwrap();
+        assert!(text.starts_with("# P\nbefore\n"), "{text}");
+        assert!(text.ends_with(&format!("{END}\nafter\n")), "{text}");
+        assert!(!text.contains("old table"));
+        assert!(text.contains("cannot be tested"));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("claims.md")).unwrap(),
+            "summary"
+        );
+        // A page without the markers is an error naming them.
+        std::fs::write(&page, "# P\n").unwrap();
+        let e = write_docs(
+            &dir,
+            &[f],
+            &[judge(
+                &ClaimFile {
+                    paper: "p".into(),
+                    title: "P".into(),
+                    matrices: BTreeMap::new(),
+                    claims: vec![],
+                },
+                &c,
+                &BTreeMap::new(),
+            )],
+            "s",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("claims:begin"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
