@@ -346,7 +346,7 @@ mod tests {
     /// bottom of the fast active list. A page referenced once never becomes active
     /// and is not promoted.
     #[test]
-    fn promotes_a_fixed_number_from_the_top_of_the_slow_active_list() {
+    fn oracle_13_nimble_promotes_a_fixed_number_from_the_top_of_the_slow_active_list() {
         let mut m = FakeMech::with_fast(4096, (16, 20, 24));
         let cfg = NimbleConfig {
             nr_promote_pages: 100,

@@ -247,7 +247,7 @@ mod tests {
     /// Poisson process of rate λ (aggregate 512λ) is judged hot as often as a 4 KiB
     /// page of rate λ, because its threshold is TH/512.
     #[test]
-    fn huge_page_verdicts_match_base_pages_of_the_same_subpage_rate() {
+    fn oracle_16_huge_page_verdicts_match_base_pages_of_the_same_subpage_rate() {
         let mut rng = Rng::new(7);
         let th = 200.0 * MS;
         let n = 200_000;
@@ -313,7 +313,7 @@ mod tests {
     /// (TH/T)^n. Fed through the filter: 1, 2 and 3 rounds; at T = 2·TH: 50%, 25%,
     /// 12.5%.
     #[test]
-    fn false_promotion_fraction_is_th_over_t_to_the_n() {
+    fn oracle_04_false_promotion_fraction_is_th_over_t_to_the_n() {
         let mut rng = Rng::new(42);
         let th = 100.0 * MS;
         let pages = 100_000u64;
@@ -347,7 +347,7 @@ mod tests {
     /// Spec §7 oracle 5 (App. B.1): over pairs of U[0, T0] samples, the max-based
     /// estimator (3/2)·max has variance T0²/8 and the mean-based one T0²/6.
     #[test]
-    fn max_of_two_estimator_has_lower_variance_than_the_mean() {
+    fn oracle_05_max_of_two_estimator_has_lower_variance_than_the_mean() {
         let mut rng = Rng::new(5);
         let t0 = 1.0;
         let n = 400_000;
@@ -372,7 +372,7 @@ mod tests {
     /// hot page; the real-hot ratio is R(n) = 1/(1 + S(n)) and the efficiency
     /// E(n) = R(n)/n = (n−1)/n², largest at n = 2. S(n) integrated numerically.
     #[test]
-    fn two_rounds_maximise_selection_efficiency_for_uniform_hotness() {
+    fn oracle_06_two_rounds_maximise_selection_efficiency_for_uniform_hotness() {
         let s = |n: i32| -> f64 {
             // ∫₁^X x^−n dx by the midpoint rule on a log grid, X = 1e6.
             let steps = 200_000;
@@ -424,7 +424,7 @@ mod tests {
     /// rates spread log-uniformly over [0.1, 100]/s, each sampled once per period,
     /// two rounds: a page is enqueued with probability (1 − e^{−λ·TH})².
     #[test]
-    fn semiauto_fixed_point_is_enqueue_rate_equal_to_rate_limit() {
+    fn oracle_07_semiauto_fixed_point_is_enqueue_rate_equal_to_rate_limit() {
         let rates: Vec<f64> = (0..2000)
             .map(|i| 0.1 * 1000f64.powf(i as f64 / 1999.0))
             .collect();

@@ -451,7 +451,7 @@ mod tests {
     /// Spec §7 oracle 17: bucket i holds [2^(i−1), 2^i) ms, bucket 0 below 1 ms, 28
     /// buckets, nothing at or beyond 2^27 ms goes past the last bucket.
     #[test]
-    fn buckets_are_log2_milliseconds() {
+    fn oracle_17_buckets_are_log2_milliseconds() {
         let b = |ms_f: f64| bucket_of((ms_f * MS as f64) as u64, DEFAULT_NR_BUCKETS);
         assert_eq!(b(0.0), 0);
         assert_eq!(b(0.999), 0);
@@ -476,7 +476,7 @@ mod tests {
     /// Spec §7 oracle 16 (DCSC part): a 2 MiB page in bucket i counts as 512 base
     /// pages in bucket i + 9.
     #[test]
-    fn huge_page_counts_512_base_pages_nine_buckets_colder() {
+    fn oracle_16_huge_page_counts_512_base_pages_nine_buckets_colder() {
         for cit_ms in [1u64, 3, 100, 999, 60_000] {
             let cit = cit_ms * MS;
             let i = bucket_of(cit, DEFAULT_NR_BUCKETS);

@@ -199,7 +199,7 @@ mod tests {
     /// Spec §7 oracle 14: the rate limit is halved for the next period exactly when
     /// thrashing events exceed 20% of the period's promotions, and only for that one.
     #[test]
-    fn thrashing_halves_the_rate_limit_exactly_above_the_ratio() {
+    fn oracle_14_thrashing_halves_the_rate_limit_exactly_above_the_ratio() {
         let p = Pid(0);
         let mut t = ThrashMonitor::new(ThrashEvent::Candidate);
         let demote_and_refault = |t: &mut ThrashMonitor, n: u64| {
@@ -232,7 +232,7 @@ mod tests {
     /// Spec §7 oracle 15: only a demoted page that is hot within a scan period of its
     /// demotion is an event, and the flag is consumed by its first fault.
     #[test]
-    fn only_hot_refaults_within_a_period_are_events() {
+    fn oracle_15_only_hot_refaults_within_a_period_are_events() {
         let p = Pid(1);
         let mut t = ThrashMonitor::new(ThrashEvent::Candidate);
         t.on_demoted(p, 1, 0);

@@ -142,14 +142,14 @@ fn pmbench() -> Box<dyn Workload> {
 
 /// The rate limit semi-auto runs use: Chrono-basic's "stable state in adaptive
 /// tuning" (§5.4) — DCSC settles near 0.03 MB/s on this workload (the trajectory in
-/// `pmbench_chrono_beats_autonuma_and_linux_nb`).
+/// `oracle_08_09_11_pmbench_chrono_beats_autonuma_and_linux_nb`).
 const PM_STABLE_RL_MBPS: f64 = 0.03;
 
 /// Spec §7 oracles 8, 9, 11 (FMAR 49% → 77%, fewer promotions per slow page; TH
 /// converges near the access interval of the hottest quarter; RL high, then lower
 /// and stable).
 #[test]
-fn pmbench_chrono_beats_autonuma_and_linux_nb() {
+fn oracle_08_09_11_pmbench_chrono_beats_autonuma_and_linux_nb() {
     let (c, trace) = Chrono::traced(scaled(PM_MIB as f64, 1), Tuning::Dcsc, false);
     let (chrono, _) = run(&optane_1_3(), &pmbench_sim(), Box::new(c), pmbench());
     let (nb, _) = run(&optane_1_3(), &pmbench_sim(), linux_nb_5_18(), pmbench());
@@ -232,7 +232,7 @@ fn pmbench_chrono_beats_autonuma_and_linux_nb() {
 /// fewer pages for a better placement, with diminishing returns; the threshold rises
 /// with the rounds; the enqueue rate settles at the rate limit.
 #[test]
-fn ablation_basic_twice_thrice() {
+fn oracle_06_07_ablation_basic_twice_thrice() {
     let mut res = Vec::new();
     for rounds in [1, 2, 3] {
         let cfg = ChronoConfig {
@@ -543,7 +543,7 @@ fn cits_of(trace: &TraceHandle, first: Vpn, n: u64) -> Vec<f64> {
 /// though the scan period is 10 s; and each armed page gives at most one fault per
 /// arming, whatever its rate.
 #[test]
-fn cit_is_exponential_under_poisson_and_uniform_under_periodic_access() {
+fn oracle_01_02_03_cit_is_exponential_under_poisson_and_uniform_under_periodic_access() {
     use timeline::Pattern::*;
     // Policy time runs 10× faster. Each hinting fault costs the thread 1 µs of
     // machine time, which stretches the access intervals right after an arming by

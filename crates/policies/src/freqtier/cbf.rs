@@ -406,7 +406,7 @@ mod tests {
     }
 
     #[test]
-    fn fig5_get_is_min_and_increment_raises_only_the_minimum_counters() {
+    fn oracle_01_fig5_get_is_min_and_increment_raises_only_the_minimum_counters() {
         // FreqTier Fig. 5 (k = 3): page A's counters hold 3, x > 3, 3 at indices 0, 1, 4.
         let mut c = flat(128);
         c.set_counter(0, 3);
@@ -432,7 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn counters_saturate_at_15() {
+    fn oracle_03_counters_saturate_at_15() {
         for layout in [CbfLayout::Flat, CbfLayout::Blocked] {
             let mut c = CountingBloomFilter::new(1024, 3, layout, 1);
             for n in 1..=40u32 {
@@ -449,7 +449,7 @@ mod tests {
     }
 
     #[test]
-    fn no_undercount_between_agings() {
+    fn oracle_02_no_undercount_between_agings() {
         // Spec §7.2: GET(p) ≥ min(true count, 15), errors are over-counts only.
         for layout in [CbfLayout::Flat, CbfLayout::Blocked] {
             // Deliberately small: 2 048 counters for ~3 000 keys, many collisions.
@@ -474,7 +474,7 @@ mod tests {
     }
 
     #[test]
-    fn aging_halves_every_counter_and_every_estimate() {
+    fn oracle_04_aging_halves_every_counter_and_every_estimate() {
         let mut c = CountingBloomFilter::new(4096, 3, CbfLayout::Flat, 5);
         let keys = skewed_stream(2000, 30_000, 4);
         for &k in &keys {
@@ -499,7 +499,7 @@ mod tests {
     }
 
     #[test]
-    fn coalesced_increase_equals_repeated_increments() {
+    fn oracle_05_coalesced_increase_equals_repeated_increments() {
         // Spec §7.5, on crowded filters with unequal counters.
         for layout in [CbfLayout::Flat, CbfLayout::Blocked] {
             let mut base = CountingBloomFilter::new(512, 3, layout, 11);
@@ -523,7 +523,7 @@ mod tests {
     }
 
     #[test]
-    fn blocked_filter_touches_one_line_per_key() {
+    fn oracle_06_blocked_filter_touches_one_line_per_key() {
         let c = CountingBloomFilter::new(1 << 16, 3, CbfLayout::Blocked, 3);
         let f = CountingBloomFilter::new(1 << 16, 3, CbfLayout::Flat, 3);
         let mut spread = 0;
@@ -538,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn blocked_and_flat_classify_hot_and_cold_alike() {
+    fn oracle_06_blocked_and_flat_classify_hot_and_cold_alike() {
         // Spec §7.6: "negligible" loss — ≥ ~99% agreement on a skewed trace, both
         // filters sized by the default rule for the 4 096 pages a fast tier holds.
         let mut f = CountingBloomFilter::for_items(4096, 3, 1e-3, CbfLayout::Flat, 1);

@@ -1469,7 +1469,7 @@ mod tests {
     }
 
     #[test]
-    fn stable_windows_step_down_to_monitoring() {
+    fn oracle_09_stable_windows_step_down_to_monitoring() {
         let mut m = machine3();
         assert_eq!(m.observe(&win(0.50, 10)), Decision::Keep); // nothing to compare yet
         assert_eq!(m.observe(&win(0.70, 10)), Decision::Keep); // unstable at the top
@@ -1484,7 +1484,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unstable_window_raises_the_rate_one_level() {
+    fn oracle_09_an_unstable_window_raises_the_rate_one_level() {
         let mut m = machine3();
         m.observe(&win(0.70, 10));
         m.observe(&win(0.70, 10)); // → 1
@@ -1497,7 +1497,7 @@ mod tests {
     }
 
     #[test]
-    fn monitoring_restarts_at_the_top_rate_when_the_hit_ratio_moves() {
+    fn oracle_09_monitoring_restarts_at_the_top_rate_when_the_hit_ratio_moves() {
         let mut m = machine3();
         m.observe(&win(0.9, 10));
         assert_eq!(
@@ -1512,7 +1512,7 @@ mod tests {
     }
 
     #[test]
-    fn plateau_and_empty_scan_enter_monitoring_from_any_level() {
+    fn oracle_09_plateau_and_empty_scan_enter_monitoring_from_any_level() {
         let mut m = machine3();
         assert_eq!(
             m.observe(&win(0.3, 0)),
@@ -1663,7 +1663,7 @@ mod tests {
     }
 
     #[test]
-    fn demotion_scan_takes_only_cold_fast_pages_and_detects_an_empty_pass() {
+    fn oracle_08_demotion_scan_takes_only_cold_fast_pages_and_detects_an_empty_pass() {
         let space = [(Pid(0), vma(0, 64)), (Pid(0), vma(1000, 64))];
         // Fast: pages < 32 of each VMA; cold: multiples of 5.
         let t = table(&space, |v| v % 1000 < 32);
@@ -1951,7 +1951,7 @@ mod tests {
         }
 
         #[test]
-        fn a_page_sampled_once_is_never_promoted_a_hot_one_is() {
+        fn oracle_07_a_page_sampled_once_is_never_promoted_a_hot_one_is() {
             // Spec §7.7. Fast 1 MiB (256 pages) fills by first touch; 4 000 pages are
             // read once each (some sampled once), one slow page is read 20 000 times.
             let data = 8 * 1024u64;
@@ -2013,7 +2013,7 @@ mod tests {
         }
 
         #[test]
-        fn cbf_tracks_nearly_as_well_as_an_exact_table_in_a_fraction_of_the_memory() {
+        fn oracle_19_cbf_tracks_nearly_as_well_as_an_exact_table_in_a_fraction_of_the_memory() {
             // §VII-E: the CBF's collisions barely change placement. Same config, the
             // intensity held at the top rate so only the tracker differs.
             let m = no_llc("1:8");
@@ -2056,7 +2056,7 @@ mod tests {
         }
 
         #[test]
-        fn recency_promotes_touched_once_pages_freqtier_does_not() {
+        fn oracle_22_recency_promotes_touched_once_pages_freqtier_does_not() {
             // Fig. 3 misclassification, spec §7.22 and §7.13: with free fast memory,
             // autonuma promotes any page touched after its scan armed it; FreqTier only
             // pages sampled at least twice. 4 096 fast pages are free after init; 512
@@ -2106,7 +2106,7 @@ mod tests {
         }
 
         #[test]
-        fn intensity_steps_down_when_steady_and_back_up_after_a_hot_set_shift() {
+        fn oracle_14_15_intensity_steps_down_when_steady_and_back_up_after_a_hot_set_shift() {
             // Spec §7.14–15 (Fig. 11 analogue): phase 1's hot set is found, sampling
             // falls to monitoring; phase 2 moves the hot set to cold pages, monitoring
             // notices and sampling restarts at the top rate.
@@ -2173,7 +2173,7 @@ mod tests {
         }
 
         #[test]
-        fn ahead_of_autonuma_at_1_to_32_on_the_low_bandwidth_machine() {
+        fn oracle_20_ahead_of_autonuma_at_1_to_32_on_the_low_bandwidth_machine() {
             // §VII-B: on CXL-2 FreqTier beats AutoNUMA. Here autonuma cannot promote
             // once first touch has filled the fast tier (mode 1 never demotes); its
             // scans and hinting faults still cost the application.

@@ -222,7 +222,7 @@ mod tests {
     /// Spec §7 oracle 4 and §2.4: bin n holds [2^n, 2^(n+1)); 0 joins bin 0; the last
     /// bin is unbounded.
     #[test]
-    fn bins_are_exponential_with_paper_edges() {
+    fn oracle_04_bins_are_exponential_with_paper_edges() {
         let n = DEFAULT_NR_BINS;
         let cases = [
             (0, 0),
@@ -251,7 +251,7 @@ mod tests {
     /// Spec §7 oracle 1: the hot set is filled from the hottest bin down and stops
     /// before the bin that would overflow the fast tier.
     #[test]
-    fn threshold_fills_fast_tier_from_hottest_bin_down() {
+    fn oracle_01_threshold_fills_fast_tier_from_hottest_bin_down() {
         // 100-page fast tier; bins 15..12 hold 10+20+30+50 pages.
         let h = hist(&[(15, 10), (14, 20), (13, 30), (12, 50), (3, 1000)]);
         let a = adapt(&h, 100, 0.9, true);
@@ -296,7 +296,7 @@ mod tests {
     /// exactly when s ≤ α·MS_fast; and oracle 1: s ≤ MS_fast, and either T_hot = 0 or
     /// the next lower bin would overflow.
     #[test]
-    fn threshold_invariants_hold_on_many_histograms() {
+    fn oracle_01_03_threshold_invariants_hold_on_many_histograms() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for _ in 0..2000 {
             let mut h = Histogram::new(DEFAULT_NR_BINS);
@@ -324,7 +324,7 @@ mod tests {
     /// Spec §7 oracle 6: cooling shifts every bin one to the left, bin 0 absorbs bin 1,
     /// and the total is unchanged.
     #[test]
-    fn cooling_shifts_bins_left_and_conserves_pages() {
+    fn oracle_06_cooling_shifts_bins_left_and_conserves_pages() {
         let mut h = hist(&[(0, 3), (1, 4), (2, 5), (9, 7), (15, 11)]);
         let before = h.total();
         h.cool();

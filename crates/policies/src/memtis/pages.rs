@@ -551,7 +551,7 @@ mod tests {
     /// on a huge page H = 1 (bin 0); a huge page whose 512 subpages get r samples each
     /// lands in the same bin as a base page with r samples.
     #[test]
-    fn hotness_scales_by_page_size() {
+    fn oracle_04_hotness_scales_by_page_size() {
         let mut p = pages();
         // T_hot = -1 makes new pages start at H = 0, to see the increments alone.
         p.th = Thresholds::initial(-1);
@@ -589,7 +589,7 @@ mod tests {
 
     /// Spec §7 oracle 8: a new page starts at T_hot, not a demotion candidate.
     #[test]
-    fn new_pages_start_at_t_hot() {
+    fn oracle_08_new_pages_start_at_t_hot() {
         let mut p = pages();
         p.th = Thresholds {
             hot: 10,
@@ -605,7 +605,7 @@ mod tests {
     /// Spec §7 oracles 5 and 6: cooling halves every count, the histograms stay exact
     /// (including the last-bin correction) and conserve the tracked pages.
     #[test]
-    fn cooling_halves_every_page_and_keeps_histograms_exact() {
+    fn oracle_05_06_cooling_halves_every_page_and_keeps_histograms_exact() {
         let mut p = pages();
         p.th = Thresholds::initial(-1);
         for v in 0..64u64 {

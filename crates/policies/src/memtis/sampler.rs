@@ -140,7 +140,7 @@ mod tests {
     /// Spec §7 oracle 25: the period rises above 3.5%, falls below 2.5%, and stays
     /// inside the band.
     #[test]
-    fn hysteresis_band() {
+    fn oracle_25_hysteresis_band() {
         let mut c = ladder();
         assert_eq!((c.load_period(), c.store_period()), (200, 100_000));
         // 3.4% of a 1 s window: inside the band.
@@ -171,7 +171,7 @@ mod tests {
     /// 100 M load misses/s at 200 ns per sample: period 200 costs 10% of a core; the
     /// cheapest period inside 3.5% is 600 (3.33%).
     #[test]
-    fn closed_loop_holds_the_budget() {
+    fn oracle_25_closed_loop_holds_the_budget() {
         let mut c = ladder();
         let events_per_s = 100e6;
         let sample_ns = 200.0;

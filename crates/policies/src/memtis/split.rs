@@ -105,7 +105,7 @@ mod tests {
 
     /// Spec §7 oracle 19: Eq. (2), worked by hand.
     #[test]
-    fn split_count_formula() {
+    fn oracle_19_split_count_formula() {
         // eHR 0.875, rHR 0.25, CXL ΔL/L = (170-80)/80 = 1.125, 100 000 samples, 50 per
         // huge page (2000 distinct huge pages), β = 0.4:
         // 0.625 · 1.125 · 2000 · 0.4 = 562.5 → 562 < 2000.
@@ -127,7 +127,7 @@ mod tests {
     /// Spec §7 oracle 20: one hot subpage of hotness h gives S = h²; 512 equally hot
     /// subpages give h²/512, so the first is split first.
     #[test]
-    fn skewness_separates_skewed_from_uniform() {
+    fn oracle_20_skewness_separates_skewed_from_uniform() {
         let h = 4096u32; // bin 12
         let mut one = vec![0u32; 512];
         one[7] = h;

@@ -135,7 +135,7 @@ fn huge_script_cfg() -> MemtisConfig {
 /// split MEMTIS breaks the skewed pages up, frees the never-written subpages and
 /// serves most accesses from the fast tier; MEMTIS-NS cannot.
 #[test]
-fn split_helps_a_skewed_low_utilisation_workload() {
+fn oracle_18_21_22_split_helps_a_skewed_low_utilisation_workload() {
     let hot_of = |h: u64| (0..8).map(|k| (h * 7 + k * 8) % 64).collect::<Vec<_>>();
     let runs: Vec<(RunOutput, tierkit_sim::machine::Machine)> = [true, false]
         .into_iter()
@@ -190,7 +190,7 @@ fn split_helps_a_skewed_low_utilisation_workload() {
 /// §6.3.3 and spec §7 oracle 17: when hot huge pages are used uniformly (every
 /// subpage), eHR does not exceed rHR by 5% and nothing is split.
 #[test]
-fn split_does_nothing_on_uniform_huge_pages() {
+fn oracle_17_split_does_nothing_on_uniform_huge_pages() {
     // The 3 hot huge pages are the last ones (first touch leaves them slow) and all
     // 512 subpages of each are equally hot.
     let hot_of = |h: u64| {
@@ -221,7 +221,7 @@ fn split_does_nothing_on_uniform_huge_pages() {
 /// §6.3.1 and spec §7 oracles 1–2: the identified hot set never exceeds the fast tier
 /// at an adaptation and, in steady state, stays close to it, whatever its size.
 #[test]
-fn hot_set_tracks_fast_tier_size() {
+fn oracle_01_02_hot_set_tracks_fast_tier_size() {
     for ratio in ["1:8", "1:4"] {
         let (out, _) = run(
             &machine(ratio, ThpMode::Never),
@@ -246,7 +246,7 @@ fn hot_set_tracks_fast_tier_size() {
 /// the hovering ones come back. (On steady synthetic workloads the two runs are
 /// identical: see the docs.)
 #[test]
-fn warm_set_reduces_migration_traffic() {
+fn oracle_13_warm_set_reduces_migration_traffic() {
     let bytes = |warm_set: bool| {
         let cfg = MemtisConfig {
             warm_set,
@@ -275,7 +275,7 @@ fn warm_set_reduces_migration_traffic() {
 /// starts on the slow tier and runs faster than first-touch and autonuma, with all
 /// migration off the application's critical path (no stall charged to it).
 #[test]
-fn beats_autonuma_and_first_touch_on_gups() {
+fn oracle_10_beats_autonuma_and_first_touch_on_gups() {
     let m = machine("1:8", ThpMode::Never);
     let sim = SimConfig::default();
     let (mt, _) = run(&m, &sim, memtis(scaled()), gups(32, 5_000_000));
@@ -318,7 +318,7 @@ fn beats_autonuma_and_first_touch_on_gups() {
 /// drives the load period up until ksampled is back within its budget; a light one
 /// keeps the initial period of 200.
 #[test]
-fn sampler_holds_its_cpu_budget() {
+fn oracle_25_sampler_holds_its_cpu_budget() {
     let heavy = Box::new(Gups::new(
         &GupsConfig {
             footprint_mib: 32,

@@ -656,7 +656,7 @@ mod tests {
     /// Spec §2.7 / oracle 6: with supervised accesses, four `mark_page_accessed`
     /// calls take a page from IU to P with no scan.
     #[test]
-    fn four_supervised_accesses_reach_the_promote_list() {
+    fn oracle_06_four_supervised_accesses_reach_the_promote_list() {
         let mut f = PageFlags::IU;
         for _ in 0..4 {
             f = mark_accessed(f, true).0;
@@ -666,7 +666,7 @@ mod tests {
 
     /// Oracle 7: a referenced page found by a scan loses its flag and stays.
     #[test]
-    fn observe_gives_second_chances_and_climbs_on_young_bits() {
+    fn oracle_07_observe_gives_second_chances_and_climbs_on_young_bits() {
         use PageFlags as F;
         assert_eq!(
             observe(F::IR, false, true),

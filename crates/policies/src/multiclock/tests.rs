@@ -234,11 +234,26 @@ const SLOW_BASE: Vpn = 1 << 16;
 
 // ----- life cycle (spec §7 oracles 5–8, 11) ------------------------------------------
 
+/// Oracle 1: a new page starts inactive and unreferenced (IU), in the fast tier and,
+/// once the fast tier is full, in the slow tier alike; nothing promotes or demotes it
+/// at birth.
+#[test]
+fn oracle_01_new_pages_are_born_inactive_unreferenced_in_either_tier() {
+    let mut m = FakeMech::with_fast(4096, (16, 20, 24));
+    let mut p = policy(MultiClockConfig::default(), &mut m);
+    m.alloc(&mut p, 1, FAST);
+    m.alloc(&mut p, SLOW_BASE, SLOW);
+    assert_eq!(state(&p, 1), Some((FAST, PageFlags::IU)));
+    assert_eq!(state(&p, SLOW_BASE), Some((SLOW, PageFlags::IU)));
+    assert_eq!(p.core().stats.promoted_units, 0);
+    assert_eq!(p.core().stats.demoted_pages, 0);
+}
+
 /// Oracle 5: a slow page referenced in one scan interval only climbs to IR, falls
 /// back to IU at the next look, and is never promoted; a page referenced before
 /// every run is promoted at the fifth run (reading B).
 #[test]
-fn a_page_referenced_once_is_never_promoted() {
+fn oracle_05_a_page_referenced_once_is_never_promoted() {
     let mut m = FakeMech::with_fast(4096, (16, 20, 24));
     let mut p = policy(MultiClockConfig::default(), &mut m);
     let (once, always) = (SLOW_BASE, SLOW_BASE + 1);
@@ -272,7 +287,7 @@ fn a_page_referenced_once_is_never_promoted() {
 /// a missed look steps back (AR→AU, P→AU (11)); a referenced P page is promoted in
 /// that run (12)→(13) and lands at the head of the fast active list as AU (A6).
 #[test]
-fn referenced_in_two_consecutive_scans_while_active_enters_the_promote_list() {
+fn oracle_06_08_referenced_in_two_consecutive_scans_while_active_enters_the_promote_list() {
     let mut m = FakeMech::with_fast(4096, (16, 20, 24));
     let mut p = policy(MultiClockConfig::default(), &mut m);
     let v = SLOW_BASE;
@@ -320,7 +335,7 @@ fn referenced_in_two_consecutive_scans_while_active_enters_the_promote_list() {
 /// Spec A1 reading A: the promote list is emptied after the other scans, so four
 /// consecutive referenced looks suffice.
 #[test]
-fn reading_a_promotes_after_four_looks() {
+fn oracle_06_02_reading_a_promotes_after_four_looks_and_the_top_tier_has_no_promote_list() {
     let mut m = FakeMech::with_fast(4096, (16, 20, 24));
     let cfg = MultiClockConfig {
         promote_reading: PromoteReading::All,
@@ -339,7 +354,7 @@ fn reading_a_promotes_after_four_looks() {
 /// The kpromoted timer runs every second, and each run looks at no more than 1024
 /// pages of a list; the hand advances, so the next run looks at the next 1024.
 #[test]
-fn kpromoted_wakes_every_interval_with_its_scan_budget() {
+fn oracle_12_kpromoted_wakes_every_interval_with_its_scan_budget() {
     let mut m = FakeMech::with_fast(4096, (16, 20, 24));
     let mut p = policy(MultiClockConfig::default(), &mut m);
     assert_eq!(m.timers, vec![(NS_PER_SEC, KPROMOTED_TIMER)]);
@@ -383,7 +398,7 @@ fn kpromoted_wakes_every_interval_with_its_scan_budget() {
 /// Oracles 9 and 11: a selected page that cannot migrate (locked) goes to the
 /// active list; nothing selected stays on the promote list after the run.
 #[test]
-fn a_locked_promote_list_page_returns_to_the_active_list() {
+fn oracle_09_11_a_locked_promote_list_page_returns_to_the_active_list() {
     let mut m = FakeMech::with_fast(4096, (16, 20, 24));
     let mut p = policy(MultiClockConfig::default(), &mut m);
     let (locked, free) = (SLOW_BASE, SLOW_BASE + 1);
@@ -422,7 +437,7 @@ fn climb_to_promote_list(p: &mut MultiClock, m: &mut FakeMech, first: Vpn, nr: u
 /// Oracle 15: while the fast tier's free pages stay above the low watermark, no page
 /// is demoted and none deactivated, however many are promoted.
 #[test]
-fn no_demotion_while_the_fast_tier_is_above_its_watermark() {
+fn oracle_15_no_demotion_while_the_fast_tier_is_above_its_watermark() {
     let mut m = FakeMech::with_fast(4096, (100, 125, 150));
     let mut p = policy(MultiClockConfig::default(), &mut m);
     // 2000 cold fast pages, 1000 hot slow pages: after promotion 1096 pages are free.
@@ -450,7 +465,7 @@ fn no_demotion_while_the_fast_tier_is_above_its_watermark() {
 /// demotion (direct reclaim, 32 at a time), the tier never goes below min, and kswapd
 /// then restores the high watermark.
 #[test]
-fn when_full_each_promotion_causes_a_demotion() {
+fn oracle_14_when_full_each_promotion_causes_a_demotion() {
     let (min, low, high) = (100, 125, 150);
     let mut m = FakeMech::with_fast(4096, (min, low, high));
     let mut p = policy(MultiClockConfig::default(), &mut m);
@@ -530,7 +545,7 @@ fn sampled_kswapd_takes_n_times_as_long_for_the_same_pages() {
 /// active`. Below 1 GiB the ratio is 1; at 1.25 GiB it is 3, so a 30:70 split that
 /// is low below 1 GiB is not low there.
 #[test]
-fn reclaim_deactivates_only_while_the_inactive_list_is_low() {
+fn oracle_17_reclaim_deactivates_only_while_the_inactive_list_is_low() {
     fn reclaim_once(fast_pages: u64, inactive_share: f64) -> (u64, u64) {
         let mut m = FakeMech::with_fast(fast_pages, (100, 125, 150));
         let mut core = ClockCore::new(MultiClockConfig::default().core_params(), 2);
@@ -575,7 +590,7 @@ fn reclaim_deactivates_only_while_the_inactive_list_is_low() {
 /// Oracle 16: reclaim never demotes a page that is referenced when it looks; it
 /// gets its second chance and is demoted only on a later look that finds it idle.
 #[test]
-fn reclaim_gives_referenced_inactive_pages_a_second_chance() {
+fn oracle_16_reclaim_gives_referenced_inactive_pages_a_second_chance() {
     let mut m = FakeMech::with_fast(1024, (100, 125, 150));
     let mut p = policy(MultiClockConfig::default(), &mut m);
     for v in 0..1024 - 110 {
@@ -755,7 +770,7 @@ mod sim {
     /// finishes before static tiering, Nimble and AutoTiering (paper: +20–132%,
     /// +9–36%, +10–677%). Under pressure every promotion caused a demotion.
     #[test]
-    fn zipfian_kv_store_fewer_better_promotions_and_fastest() {
+    fn oracle_13_zipfian_kv_store_fewer_better_promotions_and_fastest() {
         let m = go(measuring_mc(), zipf_kv());
         let n = go(measuring_nimble(), zipf_kv());
         let ft = go(Box::new(crate::FirstTouch), zipf_kv());
@@ -868,6 +883,68 @@ mod sim {
         assert!(m > 0.97 * ft, "{m} vs first-touch {ft}");
     }
 
+    /// Oracle 19: static tiering performs no migration; every page stays on its
+    /// birth node for life.
+    #[test]
+    fn oracle_19_static_tiering_never_migrates() {
+        let (out, m) = run(&machine(), &sim(), Box::new(crate::FirstTouch), zipf_kv());
+        assert_eq!(out.summary.promoted_pages, 0);
+        assert_eq!(out.summary.demoted_pages, 0);
+        assert_eq!(out.summary.migrated_bytes, 0);
+        // Both tiers hold pages: the run did place pages on the slow tier at birth.
+        assert!(m.free_pages(TierId::FAST) < m.tiers()[0].capacity_pages);
+        assert!(m.free_pages(SLOW) < m.tiers()[1].capacity_pages);
+    }
+
+    /// Oracle 25 (§II-A, Fig. 2): in the traces used here, pages accessed at least
+    /// twice in an observation window are accessed more, on average, in the next
+    /// window than pages accessed once — the premise of MULTI-CLOCK's promotion rule.
+    /// Checked on the YCSB-C-like store of these tests (8192 pages), in windows of
+    /// 8192 page touches (an operation's lines of one record count once) after the
+    /// first 100 000.
+    #[test]
+    fn oracle_25_pages_accessed_twice_stay_hotter_than_pages_accessed_once() {
+        let mut w = zipf_kv();
+        let mut ops = Vec::new();
+        w.prologue(0, &mut ops);
+        ops.clear();
+        let mut pages = Vec::new();
+        while pages.len() < 100_000 + 2 * 8192 {
+            w.fill(0, 0, &mut ops);
+            assert!(!ops.is_empty(), "the workload is long enough");
+            // An operation reads several lines of one record: one touch of its page.
+            for op in ops.drain(..) {
+                if let Op::Access { addr, .. } = op {
+                    if pages.last() != Some(&(addr >> 12)) {
+                        pages.push(addr >> 12);
+                    }
+                }
+            }
+        }
+        let count = |win: &[u64]| {
+            let mut c = std::collections::HashMap::<u64, u64>::new();
+            for &p in win {
+                *c.entry(p).or_default() += 1;
+            }
+            c
+        };
+        let (first, next) = (
+            count(&pages[100_000..100_000 + 8192]),
+            count(&pages[100_000 + 8192..100_000 + 2 * 8192]),
+        );
+        let mean_next = |keep: &dyn Fn(u64) -> bool| {
+            let v: Vec<u64> = first
+                .iter()
+                .filter(|(_, &n)| keep(n))
+                .map(|(p, _)| next.get(p).copied().unwrap_or(0))
+                .collect();
+            v.iter().sum::<u64>() as f64 / v.len() as f64
+        };
+        let (twice, once) = (mean_next(&|n| n >= 2), mean_next(&|n| n == 1));
+        eprintln!("next-window mean accesses: accessed >= 2: {twice:.2}, once: {once:.2}");
+        assert!(twice > 1.5 * once, "{twice} vs {once}");
+    }
+
     /// A contrast with oracle 21 (not an oracle): when the per-vertex arrays, the
     /// hottest data of pull PageRank, are allocated *after* the CSR has filled the
     /// fast tier, static tiering leaves them on the slow tier, while MULTI-CLOCK's
@@ -901,7 +978,7 @@ mod sim {
     /// its low watermark demotes nothing; touching twice the tier makes kswapd demote
     /// and leaves the tier at its high watermark or above.
     #[test]
-    fn demotes_only_under_pressure() {
+    fn oracle_15_demotes_only_under_pressure_on_the_simulator() {
         let fast_pages = 16 * MIB / PAGE_SIZE;
         let total = fast_pages + 64 * MIB / PAGE_SIZE;
         let wm = tierkit_sim::machine::linux_watermarks(fast_pages, total);

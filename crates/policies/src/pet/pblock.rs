@@ -217,7 +217,7 @@ mod tests {
     const MIB_PAGES: u64 = MIB / PAGE_SIZE;
 
     #[test]
-    fn initial_split_gives_ceil_size_over_max_blocks_the_last_shorter() {
+    fn oracle_03_initial_split_gives_ceil_size_over_max_blocks_the_last_shorter() {
         // Fig. 5: liblinear's 0x83fd49000–0x8e640b870 object, page-aligned, is
         // 2.60 GiB: three P-blocks of at most 1 GiB (spec oracle 3).
         let start = 0x83fd49000u64 >> PAGE_SHIFT;
@@ -260,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn phase1_split_gives_ceil_size_over_128mib_temporary_blocks() {
+    fn oracle_08_phase1_split_gives_ceil_size_over_128mib_temporary_blocks() {
         // Spec oracle 8: a 1 GiB block → 8 temps; 200 MiB → 2 (128 + 72); a block
         // smaller than 128 MiB is one temporary block.
         let t = 128 * MIB_PAGES;

@@ -161,7 +161,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn r_promo_and_th_total_are_the_papers_360_per_s_and_180_per_interval() {
+    fn oracle_14_r_promo_and_th_total_are_the_papers_360_per_s_and_180_per_interval() {
         // Spec oracle 14: 0.03 × 0.10 / 8.3 µs = 361.4 /s, the paper's "360".
         let r = r_promo(3.0, 10.0, 8.3);
         assert!((r - 361.445).abs() < 0.01, "{r}");
@@ -190,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn first_fault_promotes_only_when_th_block_is_at_most_one() {
+    fn oracle_15_first_fault_promotes_only_when_th_block_is_at_most_one() {
         // Spec oracle 15. 180 × 1/100 = 1.8: the first fault does not promote.
         let mut b = PromoBudget::new(180);
         b.rollover(&[(1u32, 1), (2, 99)]);
@@ -203,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn reaching_th_total_promotes_every_block_that_faulted_then_any_later_one() {
+    fn oracle_16_reaching_th_total_promotes_every_block_that_faulted_then_any_later_one() {
         // Spec oracle 16: ten equal blocks, th_block = 18 each; 18 faults short of
         // that on each of ten blocks makes 170, then 10 more on block 0 reach 180.
         let mut b = PromoBudget::new(180);
@@ -239,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn counters_reset_each_interval_so_th_block_minus_one_per_interval_never_promotes() {
+    fn oracle_17_counters_reset_each_interval_so_th_block_minus_one_per_interval_never_promotes() {
         // Spec oracle 17.
         let mut b = PromoBudget::new(180);
         let demoted = [(1u32, 100), (2, 100)];
@@ -253,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn th_block_changes_only_when_the_total_demoted_size_changes() {
+    fn oracle_18_th_block_changes_only_when_the_total_demoted_size_changes() {
         // Spec oracle 18.
         let mut b = PromoBudget::new(180);
         b.rollover(&[(1u32, 100), (2, 300)]);

@@ -119,7 +119,7 @@ mod tests {
     }
 
     #[test]
-    fn phase1_advances_only_when_cold_size_strictly_exceeds_accessed_size() {
+    fn oracle_09_phase1_advances_only_when_cold_size_strictly_exceeds_accessed_size() {
         // 1 GiB, 3 of 8 temps accessed: 640 MiB cold > 384 MiB accessed.
         let t = temps(1024, &[0, 3, 7]);
         assert_eq!(
@@ -149,7 +149,7 @@ mod tests {
     }
 
     #[test]
-    fn mixed_1gib_block_resolves_into_256mib_normal_and_768mib_demoted() {
+    fn oracle_11_mixed_1gib_block_resolves_into_256mib_normal_and_768mib_demoted() {
         // Spec oracle 11 (Fig. 7-(c), Fig. 8): first 256 MiB hot, the rest idle.
         let t = temps(1024, &[0, 1]);
         let Transition::Resolve(r) = evaluate(State::Phase2, false, &t, true) else {
@@ -179,7 +179,7 @@ mod tests {
     /// of j+2 and DEMOTED at the end of j+3 — with 10 s windows, canaries 20–30 s and
     /// the bulk 30–40 s after the last access, and nothing sooner.
     #[test]
-    fn a_block_idle_after_window_j_is_demoted_at_the_end_of_window_j_plus_3() {
+    fn oracle_10_a_block_idle_after_window_j_is_demoted_at_the_end_of_window_j_plus_3() {
         let mut state = State::Normal;
         let mut history = Vec::new();
         for window in 0..8 {

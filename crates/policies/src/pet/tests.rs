@@ -202,7 +202,7 @@ pub(crate) fn step(touch: &[usize], hot: &[usize], policy_s: f64) -> Step {
 // ----- capture and sampling (spec oracles 2–5, 7) ------------------------------------
 
 #[test]
-fn each_anonymous_mmap_is_captured_and_split_at_the_maximum_size() {
+fn oracle_02_03_04_each_anonymous_mmap_is_captured_and_split_at_the_maximum_size() {
     // Eight adjacent 4 MiB mappings (the kernel would merge them into one VMA; every
     // mmap is still its own P-block, oracle 2) plus, with a 3 MiB maximum, each splits
     // into ⌈4/3⌉ = 2 (oracle 3). 128 B of metadata per P-block (oracle 4).
@@ -224,7 +224,7 @@ fn each_anonymous_mmap_is_captured_and_split_at_the_maximum_size() {
 }
 
 #[test]
-fn one_page_per_unit_is_checked_and_one_cleared_every_sampling_interval() {
+fn oracle_05_one_page_per_unit_is_checked_and_one_cleared_every_sampling_interval() {
     // Oracle 5: per tick, per NORMAL block, the previous sample's bit is tested and a
     // new page's bit cleared; over ≈ 9.5 s (before the first scan) with 6 blocks
     // that is 6 × (2 × ticks − 1) test-and-clears and nothing else reads a bit.
@@ -247,7 +247,7 @@ fn one_page_per_unit_is_checked_and_one_cleared_every_sampling_interval() {
 }
 
 #[test]
-fn phase1_samples_one_page_per_temporary_block() {
+fn oracle_07_08_phase1_samples_one_page_per_temporary_block() {
     // Oracle 7 and 8: a hot 16 MiB block and a 16 MiB block idle after its first
     // touch, which ends before the first sample is drawn (0.5 s). At the 10 s scan
     // the idle block becomes PHASE1, cut into 4 MiB temporary blocks: every later
@@ -281,7 +281,7 @@ fn phase1_samples_one_page_per_temporary_block() {
 // ----- the demotion timeline (oracles 6, 9, 10, 12) -----------------------------------
 
 #[test]
-fn a_block_idle_since_t_has_canaries_demoted_20_30_s_and_the_rest_30_40_s_later() {
+fn oracle_12_a_block_idle_since_t_has_canaries_demoted_20_30_s_and_the_rest_30_40_s_later() {
     // Block 1 (8 MiB) is accessed until t ≈ 13 s (scan window 1), block 0 all along.
     // With 10 s windows: PHASE1 at 30 s, canaries at 40 s (t + 27), the rest at 50 s
     // (t + 37) — with the fast tier three-quarters free all the time (oracle 12).
@@ -407,7 +407,8 @@ pub(crate) fn baseline(name: &str) -> Box<dyn Policy> {
 }
 
 #[test]
-fn a_working_set_that_fits_pet_saves_fast_memory_where_linux_tiering_and_tpp_save_none() {
+fn oracle_12_29_a_working_set_that_fits_pet_saves_fast_memory_where_linux_tiering_and_tpp_save_none(
+) {
     // Oracles 12 and 29 (PET §5.2.2: 30.7% saving without file demotion, 1.40%
     // slowdown). One process, eight 8 MiB objects written at start; then two are hot,
     // one lukewarm (1% of the accesses), five never touched again. Fast tier 128 MiB.
@@ -516,7 +517,7 @@ fn reaction_times(out: &RunOutput, per_interval: u64, from: u64, to: u64) -> Vec
 }
 
 #[test]
-fn hot_set_shift_pet_promotes_each_returning_hot_set_within_a_few_intervals() {
+fn oracle_25_hot_set_shift_pet_promotes_each_returning_hot_set_within_a_few_intervals() {
     // Oracle 25. In the second cycle every hot set comes back to a region PET demoted
     // during the first; canary faults over th_block hand it to kpromoted at once.
     // Fast tier 24 MiB: three hot sets' worth (PET's 64 GB against 8 × 1 GB).
@@ -555,7 +556,7 @@ fn hot_set_shift_pet_promotes_each_returning_hot_set_within_a_few_intervals() {
 }
 
 #[test]
-fn oversubscribed_mix_pet_slows_down_less_than_linux_tiering() {
+fn oracle_26_27_oversubscribed_mix_pet_slows_down_less_than_linux_tiering() {
     // Oracles 26 and 27 (PET §5.2.1: aggregate working set 1.5× the fast tier,
     // multi-programmed). Two processes write four 8 MiB objects each (64 MiB, the
     // whole fast tier) and then use one; a third joins at 60 s, writes its four and
