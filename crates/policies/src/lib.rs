@@ -245,6 +245,9 @@ impl PolicyConfig {
 }
 
 #[cfg(test)]
+mod faithful;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

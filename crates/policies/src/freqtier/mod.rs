@@ -2172,35 +2172,34 @@ mod tests {
             );
         }
 
+        /// Oracle 20 (§VII-B): on the low-bandwidth CXL device FreqTier still beats
+        /// the paper's AutoNUMA baseline (Linux tiering, `linux-tiering`), at the
+        /// papers' time constants: GUPS over 4 GiB at 1:32 on `cxl-lowbw`, tiering
+        /// threads on the application's CPUs, ~45 s of machine time sampled at 1/64.
+        /// Measured: 43.3 s against 51.4 s (1.19×; the paper ≈ 1.14× on average),
+        /// fast-access ratio 24.3% against 0.3%.
         #[test]
-        fn oracle_20_ahead_of_autonuma_at_1_to_32_on_the_low_bandwidth_machine() {
-            // §VII-B: on CXL-2 FreqTier beats AutoNUMA. Here autonuma cannot promote
-            // once first touch has filled the fast tier (mode 1 never demotes); its
-            // scans and hinting faults still cost the application.
+        fn oracle_20_ahead_of_linux_tiering_at_1_to_32_on_the_low_bandwidth_machine() {
             let m = MachineConfig {
                 preset: "cxl-lowbw".into(),
                 fast: "1:32".into(),
-                llc_enabled: false,
                 tiering_cpus: tierkit_sim::config::TieringCpus::Shared,
                 ..MachineConfig::default()
             };
-            let (ft, _) = run(
-                &m,
-                Box::new(FreqTier::new(small_cfg(1_000, 600.0))),
-                gups(64, 3_000_000),
-            );
-            let (an, _) = run(
-                &m,
-                Box::new(Autonuma::new(quick_autonuma())),
-                gups(64, 3_000_000),
+            let gups = || gups(4096, 1_000_000_000);
+            let ft = crate::faithful::run_registered("freqtier", &m, 64, gups());
+            let lt = crate::faithful::run_registered("linux-tiering", &m, 64, gups());
+            assert!(
+                ft.summary.sim_seconds > 30.0,
+                "long enough for batches and scans"
             );
             assert!(
-                ft.summary.sim_seconds < an.summary.sim_seconds,
-                "freqtier {:.4} s vs autonuma {:.4} s",
+                ft.summary.sim_seconds * 1.05 < lt.summary.sim_seconds,
+                "freqtier {:.3} s vs linux-tiering {:.3} s",
                 ft.summary.sim_seconds,
-                an.summary.sim_seconds
+                lt.summary.sim_seconds
             );
-            assert!(ft.summary.fast_access_ratio > 2.0 * an.summary.fast_access_ratio);
+            assert!(ft.summary.fast_access_ratio > 2.0 * lt.summary.fast_access_ratio);
         }
     }
 }

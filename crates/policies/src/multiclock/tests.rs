@@ -700,28 +700,10 @@ mod sim {
         Box::new(Gups::new(&cfg, 42))
     }
 
-    /// Run the registered policy `name` with its defaults at policy time scale 1,
-    /// sampled at 1/64 (its extensive parameters scaled as `tierkit sim` does), on
-    /// [`machine`].
+    /// The registered policy `name` at its paper's time constants, sampled at 1/64,
+    /// on [`machine`].
     fn faithful(name: &str, w: Box<dyn Workload>) -> RunOutput {
-        let sim = SimConfig {
-            sample_rate: tierkit_sim::SampleRate { denominator: 64 },
-            ..SimConfig::default()
-        };
-        let ctx = BuildContext {
-            space_scale: sim.sample_rate.scale(),
-            fresh_workload: None,
-        };
-        let policy = crate::PolicyConfig::default_for(name)
-            .expect("registered")
-            .build(&ctx);
-        let (out, _) = run(&machine(), &sim, policy, w);
-        let s = &out.summary;
-        eprintln!(
-            "{name:>12}: {:.3} s, fast ratio {:.3}, promoted {} demoted {}",
-            s.sim_seconds, s.fast_access_ratio, s.promoted_pages, s.demoted_pages
-        );
-        out
+        crate::faithful::run_registered(name, &machine(), 64, w)
     }
 
     pub(crate) fn go(policy: Box<dyn Policy>, w: Box<dyn Workload>) -> RunOutput {
