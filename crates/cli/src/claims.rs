@@ -217,6 +217,8 @@ pub struct Cell {
     pub baseline_value: f64,
     /// The gain (above 1: the policy is better).
     pub gain: f64,
+    /// The policy run's simulated runtime, s (how long the policy had to act).
+    pub machine_seconds: f64,
 }
 
 /// A judged claim.
@@ -295,6 +297,10 @@ pub fn parse(name: &str, text: &str) -> Result<ClaimFile> {
     }
     Ok(f)
 }
+
+/// A gain within this of 1 is a tie: it shows no direction (a deterministic run has
+/// no noise, but a 0.1% difference says nothing about who is better).
+pub const NEGLIGIBLE: f64 = 0.01;
 
 /// Numeric columns of `results.csv` a claim may judge.
 pub const ROW_METRICS: &[&str] = &[
@@ -610,6 +616,7 @@ pub fn judge(
             policy_value: pv,
             baseline_value: bv,
             gain: gain_of(pv, bv, c.better),
+            machine_seconds: pr.sim_seconds,
         });
     }
     if j.cells.is_empty() {
@@ -622,8 +629,8 @@ pub fn judge(
     let in_range = |x: f64| c.paper_gain.is_none_or(|[lo, hi]| x >= lo && x <= hi);
     let tie = c.tie_within.unwrap_or(0.05);
     let holds = |x: f64| match c.expect {
-        Expect::Better => x > 1.0,
-        Expect::Worse => x < 1.0,
+        Expect::Better => x > 1.0 + NEGLIGIBLE,
+        Expect::Worse => x < 1.0 - NEGLIGIBLE,
         Expect::Tie => (x - 1.0).abs() <= tie,
     };
     let (dir_all, dir_some, mag) = match c.aggregate {
@@ -647,8 +654,18 @@ pub fn judge(
         Expect::Worse => format!("{p} worse than {b}"),
         Expect::Tie => format!("{p} within {:.0}% of {b}", tie * 100.0),
     };
+    let secs = j.cells.iter().map(|x| x.machine_seconds);
+    let (lo, hi) = (
+        secs.clone().fold(f64::INFINITY, f64::min),
+        secs.fold(0.0, f64::max),
+    );
+    let machine_time = if (hi - lo).abs() < 0.05 * hi {
+        format!("{} of machine time", fmt_secs(hi))
+    } else {
+        format!("{}–{} of machine time", fmt_secs(lo), fmt_secs(hi))
+    };
     j.measured = format!(
-        "{} gain {}; {what} in {n_hold} of {} cells{}",
+        "{} gain {}; {what} in {n_hold} of {} cells{}; runs of {machine_time}",
         match c.aggregate {
             Aggregate::Each => "cells' geomean",
             Aggregate::Geomean => "geomean",
@@ -663,6 +680,14 @@ pub fn judge(
         }
     );
     j
+}
+
+fn fmt_secs(s: f64) -> String {
+    if s >= 100.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
 }
 
 fn fmt_gain(g: f64) -> String {
@@ -718,7 +743,10 @@ pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String
          `crates/cli/claims/`; do not edit by hand. A gain is how many times better the \
          policy is than the baseline on the claim's metric (baseline over policy for \
          runtime). Reproduced = direction and the paper's magnitude; partly = the \
-         direction in some cells or without the magnitude.\n\n",
+         direction in some cells or without the magnitude. A gain within 1% of 1 is a \
+         tie and shows no direction. Each row says how long the policy's runs lasted \
+         in machine time: a policy whose periods are longer than its runs cannot act \
+         (docs/compare.md).\n\n",
     );
     if smoke {
         s.push_str("**Smoke run** (`--smoke`): runs cut to a few hundred thousand accesses; the verdicts below test the pipeline, not the papers.\n\n");
