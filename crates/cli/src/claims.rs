@@ -428,6 +428,8 @@ pub struct ClaimsArgs {
     pub jobs: usize,
     /// Write `claims.md` into this docs directory and the tables into its policy pages.
     pub write_docs: Option<PathBuf>,
+    /// Write into an `--out` that holds files `tierkit claims` did not write.
+    pub force: bool,
 }
 
 /// Run the claims; returns every judged claim and the summary text.
@@ -449,9 +451,9 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
     for f in &chosen {
         validate(f)?;
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    prepare_out(&args.out, args.force)?;
     let mut judged = Vec::new();
+    let mut failed = Vec::new();
     for f in &chosen {
         let mut results: BTreeMap<String, (Vec<ResultRow>, PathBuf)> = BTreeMap::new();
         for (name, m) in &f.matrices {
@@ -466,6 +468,7 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
                 Ok((rows, _, _)) => rows,
                 Err(e) => {
                     eprintln!("claims {}: matrix `{name}`: {e:#}", f.paper);
+                    failed.push(format!("{}/{name}", f.paper));
                     read_rows(&dir).unwrap_or_default()
                 }
             };
@@ -481,45 +484,52 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
         args.out.join("claims.json"),
         serde_json::to_string_pretty(&judged)? + "\n",
     )?;
+    if !failed.is_empty() {
+        // The tables are written; the exit status still says runs are missing.
+        print!("{summary}");
+        bail!(
+            "runs of {} failed (claims judged from what finished, in {}); rerun to retry them",
+            failed.join(", "),
+            args.out.join("claims.md").display()
+        );
+    }
     if let Some(docs) = &args.write_docs {
         write_docs(docs, &files, &judged, &summary)?;
     }
     Ok((judged, summary))
 }
 
-fn read_rows(dir: &Path) -> Result<Vec<ResultRow>> {
-    #[derive(Deserialize)]
-    struct Row {
-        #[serde(flatten)]
-        v: serde_json::Map<String, serde_json::Value>,
+/// Marks a directory `tierkit claims` writes into.
+const OUT_MARKER: &str = ".tierkit-claims";
+
+/// Create `dir`, or accept it when it is empty or `tierkit claims` wrote it; anything
+/// else needs `force` (nothing a user keeps there is overwritten silently).
+fn prepare_out(dir: &Path, force: bool) -> Result<()> {
+    if dir.exists() && !force && !dir.join(OUT_MARKER).exists() {
+        let occupied = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read --out {}", dir.display()))?
+            .next()
+            .is_some();
+        if occupied {
+            bail!(
+                "--out {} holds files tierkit claims did not write; choose another directory or pass --force",
+                dir.display()
+            );
+        }
     }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(
+        dir.join(OUT_MARKER),
+        "written by tierkit claims: a rerun into this directory reuses finished runs\n",
+    )
+    .with_context(|| format!("cannot write in {}", dir.display()))?;
+    Ok(())
+}
+
+/// The rows a matrix's `results.json` holds (what a partly failed matrix finished).
+fn read_rows(dir: &Path) -> Result<Vec<ResultRow>> {
     let text = std::fs::read_to_string(dir.join("results.json"))?;
-    let rows: Vec<Row> = serde_json::from_str(&text)?;
-    // Only the fields judging needs; the rest keep their defaults.
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let s = |k: &str| {
-                r.v.get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let mut row = ResultRow {
-                id: s("id"),
-                workload: s("workload"),
-                machine: s("machine"),
-                ratio: s("ratio"),
-                policy: s("policy"),
-                ..ResultRow::default()
-            };
-            row.sim_seconds =
-                r.v.get("sim_seconds")
-                    .and_then(|v| v.as_f64())
-                    .unwrap_or(0.0);
-            row
-        })
-        .collect())
+    Ok(serde_json::from_str(&text)?)
 }
 
 /// The value of `metric` in `row` (a run of `dir`).

@@ -121,6 +121,9 @@ enum Command {
         /// page under policies/ (between the claims markers).
         #[arg(long)]
         write_docs: Option<PathBuf>,
+        /// Write into --out even if it holds files tierkit claims did not write.
+        #[arg(long)]
+        force: bool,
     },
     /// List policies, workloads, machines and suites (a section in full with its name).
     List {
@@ -254,8 +257,10 @@ fn real_main() -> Result<()> {
             jobs,
             smoke,
             write_docs,
+            force,
         } => {
             let args = claims::ClaimsArgs {
+                force,
                 papers: paper,
                 out,
                 smoke,

@@ -68,4 +68,24 @@ fn bad_claims_input_is_one_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("drop --write-docs"));
+    // A directory with someone else's files is refused, and they stay.
+    let dir = std::env::temp_dir().join(format!("tierkit-claims-occupied-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("claims.md"), "mine").unwrap();
+    let out = tierkit()
+        .args(["claims", "--smoke", "--paper", "chrono", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("did not write"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("claims.md")).unwrap(),
+        "mine"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -159,7 +159,7 @@ pub struct RunRecord {
 }
 
 /// Derived metrics of a run, against its references.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ResultRow {
     /// Run id.
     pub id: String,
@@ -382,12 +382,8 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
         .map(|w| registry_name(&w.name))
         .collect();
     let registered_workloads = WorkloadConfig::names();
-    let kept = keep_registered("workload", &wnames, &registered_workloads)?;
-    let workloads: Vec<&WorkloadSpec> = spec
-        .workloads
-        .iter()
-        .filter(|w| kept.contains(&registry_name(&w.name)))
-        .collect();
+    keep_registered("workload", &wnames, &registered_workloads)?;
+    let workloads: Vec<&WorkloadSpec> = spec.workloads.iter().collect();
     let machines = keep_registered("machine", &spec.machines, &preset_names())?;
     let ratios = spec.ratios.clone();
     for (what, empty) in [
