@@ -512,3 +512,33 @@ fn show_plain(label: &str, out: &RunOutput) {
         out.summary.sim_seconds, out.summary.fast_access_ratio
     );
 }
+
+/// Spec §7 oracle 26 (§5): MEMTIS keeps at most 8 B of metadata per 4 KiB page
+/// (0.195% of memory), besides its two fixed-size hotness histograms; with huge
+/// pages, less. GUPS over 32 MiB at 1:8, base pages and THP always.
+#[test]
+fn oracle_26_metadata_is_at_most_8_bytes_per_base_page() {
+    let pages = 32 * MIB / PAGE_SIZE;
+    let histograms = 2 * 8 * MemtisConfig::default().nr_bins as u64;
+    for thp in [ThpMode::Never, ThpMode::Always] {
+        let (out, _) = run(
+            &machine("1:8", thp),
+            &SimConfig::default(),
+            memtis(scaled()),
+            gups(32, 2_000_000),
+        );
+        let per_page = out.summary.policy_metadata_bytes - histograms;
+        assert!(
+            per_page <= 8 * pages,
+            "{thp:?}: {per_page} B for {pages} pages"
+        );
+        if thp == ThpMode::Always {
+            assert!(
+                per_page < 8 * pages / 2,
+                "huge pages need less: {per_page} B"
+            );
+        } else {
+            assert!(per_page > 0, "base pages carry their 8 B");
+        }
+    }
+}
