@@ -16,6 +16,7 @@ pub fn prefetch<T>(r: &T) {
 
 /// Arrays smaller than this stay on base pages: the hint only pays where random
 /// accesses over the array would miss the host's TLB.
+#[cfg(target_os = "linux")]
 const HUGE_HINT_MIN_BYTES: usize = 8 << 20;
 
 /// A vector of `n` copies of `value` whose memory the host kernel is asked to back

@@ -9,6 +9,7 @@ pub mod numa;
 pub mod perf;
 pub mod procfs;
 pub mod sampler;
+mod syscalls;
 
 /// Read a small sysfs/procfs file, trimmed; `None` if it cannot be read.
 pub fn read_trim(path: impl AsRef<std::path::Path>) -> Option<String> {

@@ -103,22 +103,16 @@ fn raw(
     // SAFETY: the arrays live for the call and have `pages.len()` elements; the kernel
     // only reads `ptrs`/`nodes` and writes `status`. Nothing of the target is written.
     let r = unsafe {
-        libc::syscall(
-            libc::SYS_move_pages,
-            pid as libc::c_long,
-            pages.len() as libc::c_ulong,
+        super::syscalls::move_pages(
+            pid,
+            pages.len(),
             ptrs.as_ptr(),
             nodes_ptr,
             status.as_mut_ptr(),
-            flags as libc::c_long,
+            flags,
         )
-    };
-    if r < 0 {
-        return Err(CallError::from_errno(
-            std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-            pid,
-        ));
     }
+    .map_err(|errno| CallError::from_errno(errno, pid))?;
     Ok(r as usize)
 }
 

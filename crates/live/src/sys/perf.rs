@@ -74,19 +74,8 @@ fn try_precise() -> Result<(), i32> {
     };
     // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the event is
     // created disabled on this process only and closed right away.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            0,
-            -1,
-            -1,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-    }
+    let fd =
+        unsafe { super::syscalls::perf_event_open(&attr as *const PerfEventAttr, 0, -1, -1, 0) }?;
     // SAFETY: fd was just returned by the kernel and is ours.
     unsafe { libc::close(fd as i32) };
     Ok(())

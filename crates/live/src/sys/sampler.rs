@@ -290,18 +290,15 @@ impl Sampler {
         };
         // SAFETY: `attr` is a valid perf_event_attr of the size it declares.
         let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
+            super::syscalls::perf_event_open(
                 &attr as *const PerfEventAttr,
                 tid,
                 -1,
                 -1,
                 libc::O_CLOEXEC as libc::c_ulong,
             )
-        } as i32;
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
         }
+        .map_err(io::Error::from_raw_os_error)? as i32;
         let len = (RING_PAGES + 1) * PAGE;
         // SAFETY: mapping the event's ring buffer, as perf_event_open(2) documents;
         // the mapping lives until `Drop` unmaps it.
