@@ -194,6 +194,8 @@ struct LapList {
 
 /// The policy.
 pub struct Autotiering {
+    /// The registered name it runs under (`autotiering`, or `autotiering-cpm`).
+    name: &'static str,
     cfg: AutotieringConfig,
     scanner: NumaScanner,
     /// Per process: page units by vpn (head vpn for huge pages).
@@ -224,7 +226,13 @@ struct AtStats {
 impl Autotiering {
     /// A policy with the given parameters.
     pub fn new(cfg: AutotieringConfig) -> Autotiering {
+        Autotiering::named("autotiering", cfg)
+    }
+
+    /// The policy under another registered name (`autotiering-cpm`).
+    pub fn named(name: &'static str, cfg: AutotieringConfig) -> Autotiering {
         Autotiering {
+            name,
             scanner: NumaScanner::new(cfg.scan.clone()),
             cfg,
             pages: Vec::new(),
@@ -591,7 +599,7 @@ impl Autotiering {
 
 impl Policy for Autotiering {
     fn name(&self) -> &'static str {
-        "autotiering"
+        self.name
     }
 
     fn requirements(&self) -> Requirements {
@@ -740,7 +748,7 @@ impl crate::RegisteredConfig for AutotieringCpmConfig {
     }
 
     fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
-        Box::new(Autotiering::new(self.as_autotiering()))
+        Box::new(Autotiering::named("autotiering-cpm", self.as_autotiering()))
     }
 }
 

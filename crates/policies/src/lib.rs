@@ -312,6 +312,8 @@ mod tests {
                     "pool_min_pages",
                 ],
             ),
+            // CPM never promotes into a pool: nothing of it is extensive.
+            ("autotiering-cpm", &[]),
             (
                 "memtis",
                 &[
