@@ -342,7 +342,7 @@ fn oracle_12_a_block_idle_since_t_has_canaries_demoted_20_30_s_and_the_rest_30_4
 // ----- promotion (oracles 13–16, 19) -------------------------------------------------
 
 #[test]
-fn a_demoted_block_that_turns_hot_is_promoted_whole_by_kpromoted() {
+fn oracle_13_19_a_demoted_block_that_turns_hot_is_promoted_whole_by_kpromoted() {
     // Block 1 idle from its first touch to 60 s (demoted at 40 s), then hot again.
     let w = Phases::new(
         8,
