@@ -505,25 +505,14 @@ const OUT_MARKER: &str = ".tierkit-claims";
 /// Create `dir`, or accept it when it is empty or `tierkit claims` wrote it; anything
 /// else needs `force` (nothing a user keeps there is overwritten silently).
 fn prepare_out(dir: &Path, force: bool) -> Result<()> {
-    if dir.exists() && !force && !dir.join(OUT_MARKER).exists() {
-        let occupied = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot read --out {}", dir.display()))?
-            .next()
-            .is_some();
-        if occupied {
-            bail!(
-                "--out {} holds files tierkit claims did not write; choose another directory or pass --force",
-                dir.display()
-            );
-        }
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(
-        dir.join(OUT_MARKER),
+    crate::output::prepare_owned_dir(
+        dir,
+        force,
+        dir.join(OUT_MARKER).exists(),
+        "tierkit claims did not write",
+        OUT_MARKER,
         "written by tierkit claims: a rerun into this directory reuses finished runs\n",
     )
-    .with_context(|| format!("cannot write in {}", dir.display()))?;
-    Ok(())
 }
 
 /// The rows a matrix's `results.json` holds (what a partly failed matrix finished).

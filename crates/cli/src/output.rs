@@ -74,6 +74,37 @@ pub fn write_atomically<T>(
     r
 }
 
+/// Make `dir` ready for a command's outputs: create it, or accept it if it is empty or
+/// the command's own (`ours`); refuse a non-empty directory of someone else's files
+/// unless `force`, saying what the command `would_write`. Then mark it as the
+/// command's with the file `marker`, holding `note`.
+pub fn prepare_owned_dir(
+    dir: &Path,
+    force: bool,
+    ours: bool,
+    would_write: &str,
+    marker: &str,
+    note: &str,
+) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--out {} is a file, not a directory; choose another --out",
+            dir.display()
+        );
+    }
+    let empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
+    if !force && !ours && !empty {
+        bail!(
+            "--out {} holds files {would_write}; choose another --out or pass --force",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(dir.join(marker), note)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

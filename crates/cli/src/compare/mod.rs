@@ -860,27 +860,14 @@ pub const OUT_MARKER: &str = ".tierkit-compare";
 /// refuse a non-empty directory of someone else's files unless `force`, since
 /// `results.csv`, `results.json` and `report.html` would overwrite theirs.
 pub fn prepare_out_dir(dir: &Path, force: bool) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        bail!(
-            "--out {} is a file, not a directory; choose another --out",
-            dir.display()
-        );
-    }
-    let ours = dir.join(OUT_MARKER).exists() || dir.join("runs").is_dir();
-    let empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
-    if !force && !ours && !empty {
-        bail!(
-            "--out {} holds files tierkit compare did not write (its results.csv, results.json and report.html would replace any there); choose another --out or pass --force",
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(
-        dir.join(OUT_MARKER),
+    crate::output::prepare_owned_dir(
+        dir,
+        force,
+        dir.join(OUT_MARKER).exists() || dir.join("runs").is_dir(),
+        "tierkit compare did not write (its results.csv, results.json and report.html would replace any there)",
+        OUT_MARKER,
         "written by tierkit compare: a rerun into this directory reuses finished runs and rewrites the results\n",
     )
-    .with_context(|| format!("cannot write in {}", dir.display()))?;
-    Ok(())
 }
 
 /// Run the comparison; returns the derived rows, the leaderboard text and the report
