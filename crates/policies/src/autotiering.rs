@@ -861,7 +861,7 @@ mod tests {
             // the fast pages stay put.
             let (out, m) = scenario(AutotieringMode::Cpm, 46, false);
             assert_eq!(stat(&out, "scan_passes_pid0"), 5.0);
-            let fast = m.tiers[0].used as f64;
+            let fast = m.used_pages(TierId(0)) as f64;
             assert_eq!(stat(&out, "lap_level4_pages"), fast);
             let (out, _) = scenario(AutotieringMode::Cpm, 100, false);
             assert_eq!(
@@ -899,7 +899,10 @@ mod tests {
             assert_eq!(stat(&out, "exchanged"), 0.0);
             assert_eq!(out.summary.migrated_bytes, 0);
             assert!(stat(&out, "failed_low_level") > 0.0);
-            assert_eq!(stat(&out, "lap_level8_pages"), m.tiers[0].used as f64);
+            assert_eq!(
+                stat(&out, "lap_level8_pages"),
+                m.used_pages(TierId(0)) as f64
+            );
         }
 
         #[test]
@@ -939,7 +942,7 @@ mod tests {
             .build(7);
             let (out, m) = run(&machine, &SimConfig::default(), policy, w);
             let wm = Mechanisms::watermarks(&m, TierId::FAST);
-            assert!(m.tiers[0].used <= m.tiers[0].capacity - wm.min);
+            assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min);
             let last = out.series.rows.last().unwrap().fast_access_ratio;
             eprintln!(
                 "  {:.2} s simulated, fast ratio {:.3} (last interval {last:.3}), promoted {} demoted {} pages",

@@ -899,7 +899,7 @@ mod tests {
                 out.summary.tiering_cpu_seconds,
             );
             let wm = Mechanisms::watermarks(&m, TierId::FAST);
-            assert!(m.tiers[0].used <= m.tiers[0].capacity - wm.min);
+            assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min);
             out.summary.fast_access_ratio
         }
 

@@ -46,7 +46,10 @@ fn first_touch_never_migrates() {
     assert_eq!(out.summary.promoted_pages, 0);
     assert_eq!(out.summary.demoted_pages, 0);
     assert_eq!(out.summary.migrated_bytes, 0);
-    assert!(m.tiers[1].used > 0, "some pages fell back to the slow tier");
+    assert!(
+        m.used_pages(TierId(1)) > 0,
+        "some pages fell back to the slow tier"
+    );
 }
 
 #[test]
@@ -58,7 +61,7 @@ fn all_fast_serves_everything_from_the_fast_tier() {
         gups(128, 500_000),
     );
     assert_eq!(out.summary.fast_access_ratio, 1.0);
-    assert_eq!(m.tiers[1].used, 0);
+    assert_eq!(m.used_pages(TierId(1)), 0);
 }
 
 #[test]
@@ -73,7 +76,7 @@ fn autonuma_promotes_a_slow_page_on_its_first_fault_after_arming() {
     });
     ops.push(read(page(900), 5_000_000));
     let w = Script::new(4 * MIB).process(&[(BASE, 4 * MIB)], ops);
-    let before = |m: &tierkit_sim::machine::Machine| m.tiers[0].used;
+    let before = |m: &tierkit_sim::machine::Machine| m.used_pages(TierId(0));
     let (out, m) = run(
         &small_machine(1, 64),
         &SimConfig::default(),
@@ -99,7 +102,7 @@ fn autonuma_never_overfills_the_fast_tier_and_fails_promotions_when_full() {
         gups(128, 3_000_000),
     );
     let wm = tierkit_core::Mechanisms::watermarks(&m, TierId::FAST);
-    assert!(m.tiers[0].used <= m.tiers[0].capacity - wm.min);
+    assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min);
     assert!(out.summary.hint_faults > 0);
     // First-touch filled the fast tier to its min watermark: with no demotion in mode
     // 1, promotions above the high watermark are impossible and must fail.

@@ -4,7 +4,7 @@
 //! [`RegionSampler`] keeps (SHARDS-style spatial hashing, Waldspurger et al.,
 //! FAST'15). [`Sampled`] wraps any workload and drops every access to a region that is
 //! not kept; mappings pass through whole, so VMAs, huge-page alignment and allocation
-//! units keep their shape. The machine (`machine.rs`) then shrinks every extensive
+//! units keep their shape. The machine (`machine/`) then shrinks every extensive
 //! quantity by `r` and weighs each event by `1/r`; `docs/sampling.md` has the model
 //! and its validation.
 

@@ -145,8 +145,8 @@ proptest! {
         m.thp = if thp { ThpMode::Always } else { ThpMode::Never };
         // run() checks the invariants at the end (and debug builds at every move).
         let (out, machine) = run(&m, &SimConfig::default(), Box::new(Chaos { seen: Vec::new() }), Box::new(w));
-        let resident: u64 = machine.spaces.iter().map(|s| s.rss_pages).sum();
-        let used: u64 = machine.tiers.iter().map(|t| t.used).sum();
+        let resident: u64 = machine.resident_pages_total();
+        let used: u64 = machine.used_pages_total();
         prop_assert_eq!(resident, used);
         let c = &out.summary.counters;
         prop_assert_eq!(c.promoted_pages + c.demoted_pages, c.migrated_bytes / PAGE_SIZE);

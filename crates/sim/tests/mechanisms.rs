@@ -256,8 +256,8 @@ fn allocation_falls_back_below_min_and_low_watermark_event_fires() {
         "{wm:?}"
     );
     // The fast tier filled exactly to its min watermark, the rest fell back.
-    assert_eq!(m.tiers[0].used, cap - wm.min);
-    assert_eq!(m.tiers[1].used, 4096 - (cap - wm.min));
+    assert_eq!(m.used_pages(TierId(0)), cap - wm.min);
+    assert_eq!(m.used_pages(TierId(1)), 4096 - (cap - wm.min));
     assert_eq!(out.summary.counters.allocated_pages, 4096);
     let log = log.lock().unwrap();
     assert_eq!(log.allocs, 4096);
@@ -417,7 +417,7 @@ fn migration_charges_bandwidth_and_cost_to_the_right_party() {
             Box::new(w),
         );
         assert_eq!(out.summary.demoted_pages, 256);
-        assert_eq!(m.tiers[1].used, 256);
+        assert_eq!(m.used_pages(TierId(1)), 256);
         assert_eq!(out.summary.migrated_bytes, 256 * PAGE_SIZE);
         runs.push(out.summary);
     }
@@ -461,7 +461,7 @@ fn promotion_into_a_full_fast_tier_fails() {
         Box::new(Promoter),
         Box::new(w),
     );
-    assert!(m.tiers[0].used <= m.tiers[0].capacity);
+    assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)));
     assert_eq!(out.summary.promoted_pages, 0);
     assert!(out.summary.failed_migrations > 0);
 }
@@ -491,10 +491,10 @@ fn placement_epochs_measure_the_fast_tier_against_the_epochs_hot_set() {
     );
     let last = out.placement.epochs.last().unwrap();
     assert_eq!(last.hot_pages, 200);
-    assert_eq!(last.fast_pages, m.tiers[0].used);
+    assert_eq!(last.fast_pages, m.used_pages(TierId(0)));
     // Pages 0..100 are fast, 2100..2200 slow: recall 1/2.
     assert!((last.recall - 0.5).abs() < 1e-9, "{last:?}");
-    assert!((last.precision - 100.0 / m.tiers[0].used as f64).abs() < 1e-9);
+    assert!((last.precision - 100.0 / m.used_pages(TierId(0)) as f64).abs() < 1e-9);
     // The heat map puts the hammered pages in the right bins (8 bins of the 8192
     // mapped pages: 1024 each).
     let heat = out.placement.heat.last().unwrap();
@@ -554,6 +554,6 @@ fn a_huge_page_that_fits_nowhere_falls_back_to_base_pages() {
         Box::new(w),
     );
     assert_eq!(out.summary.accesses, 64);
-    let used: u64 = machine.tiers.iter().map(|t| t.used).sum();
+    let used: u64 = machine.used_pages_total();
     assert_eq!(used, 64, "64 base pages, not one huge page");
 }

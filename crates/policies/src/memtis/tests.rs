@@ -169,7 +169,7 @@ fn oracle_18_21_22_split_helps_a_skewed_low_utilisation_workload() {
     );
     // Never-written subpages are freed: the RSS shrinks (Btree-like bloat, §6.2.5).
     assert!(stat(with, "split_freed_pages") > 0.0);
-    let rss = |m: &tierkit_sim::machine::Machine| m.spaces[0].rss_pages;
+    let rss = |m: &tierkit_sim::machine::Machine| m.rss_pages(Pid(0));
     assert!(
         rss(&runs[0].1) < rss(&runs[1].1),
         "{} vs {}",
@@ -442,7 +442,7 @@ fn report_numbers() {
             Box::new(huge_page_script(64, &hot_of, 2_000_000)),
         );
         show(
-            &format!("skewed split={split} rss={}", m.spaces[0].rss_pages),
+            &format!("skewed split={split} rss={}", m.rss_pages(Pid(0))),
             &out,
         );
     }

@@ -1,0 +1,321 @@
+//! The access hot path: translate, allocate on first touch, deliver hinting faults and samples, filter through the LLC, charge the serving tier.
+
+use super::*;
+
+impl Machine {
+    /// Allocate the page unit holding `vpn` on first touch: the fastest tier with free
+    /// pages above its min watermark (Linux's zonelist fallback). Returns (tier, huge).
+    fn allocate(&mut self, pid: u32, vi: usize, vpn: Vpn) -> Result<(u8, bool), SimError> {
+        let v = &self.spaces[pid as usize].vmas[vi];
+        // A 2 MiB range gets a huge page only if none of it is resident yet (after a
+        // split, the remaining base pages keep the range on PTEs, as in Linux).
+        let huge = self.thp && v.huge_eligible(vpn) && {
+            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+            v.pages[head..head + SUBPAGES_PER_HUGE as usize]
+                .iter()
+                .all(|p| !p.present())
+        };
+        let room = |m: &Self, n: u64| (0..m.tiers.len()).find(|&t| m.has_room(t, n));
+        // A huge page that fits in no tier falls back to a base page, as Linux's THP
+        // fault does when the huge allocation fails.
+        let huge_tier = if huge {
+            room(self, SUBPAGES_PER_HUGE)
+        } else {
+            None
+        };
+        let (huge, n, tier) = match huge_tier {
+            Some(t) => (true, SUBPAGES_PER_HUGE, Some(t)),
+            None => (false, 1, room(self, 1)),
+        };
+        let Some(tier) = tier else {
+            return Err(SimError::OutOfMemory {
+                pid,
+                capacities: self
+                    .tiers
+                    .iter()
+                    .map(|t| t.capacity.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            });
+        };
+        let v = &mut self.spaces[pid as usize].vmas[vi];
+        if huge {
+            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+            for p in &mut v.pages[head..head + n as usize] {
+                debug_assert!(!p.present());
+                *p = PageState {
+                    tier: tier as u8,
+                    flags: F_HUGE,
+                    ..PageState::EMPTY
+                };
+            }
+        } else {
+            let i = (vpn - v.vma.start_vpn) as usize;
+            v.pages[i] = PageState {
+                tier: tier as u8,
+                ..PageState::EMPTY
+            };
+        }
+        self.spaces[pid as usize].rss_pages += n;
+        self.tiers[tier].used += n;
+        self.counters.allocated_pages += n;
+        Ok((tier as u8, huge))
+    }
+
+    /// Tiers (other than the last) whose free pages fell below `low` and that may
+    /// raise a LowWatermark event now (at most one per ms per tier).
+    fn low_watermark_tiers(&mut self, upto: usize) -> Vec<TierId> {
+        let now_ms = self.now as u64 / NS_PER_MS;
+        let last = self.tiers.len() - 1;
+        let mut out = Vec::new();
+        for (i, t) in self
+            .tiers
+            .iter_mut()
+            .enumerate()
+            .take(upto.min(last - 1) + 1)
+        {
+            if t.free() < t.wm.low && t.last_low_event_ms != Some(now_ms) {
+                t.last_low_event_ms = Some(now_ms);
+                out.push(TierId(i as u8));
+            }
+        }
+        out
+    }
+
+    /// Ask the host CPU to start loading the page state and LLC set that an access of
+    /// thread `tid` to `addr` will touch. The engine calls this a few operations
+    /// ahead: random accesses over gigabytes of simulated memory otherwise stall on a
+    /// host cache miss for every simulated access. Only a hint; it changes nothing.
+    #[inline]
+    pub fn prefetch(&self, tid: usize, addr: u64) {
+        let pid = self.thread_pid[tid] as usize;
+        let vpn = addr >> PAGE_SHIFT;
+        if let Some(v) = self.spaces[pid].cached_vma() {
+            if v.vma.contains(vpn) {
+                crate::prefetch::prefetch(&v.pages[(vpn - v.vma.start_vpn) as usize]);
+            }
+        }
+        if let Some(llc) = &self.llc {
+            llc.prefetch(pid as u32, addr);
+        }
+    }
+
+    /// One access by global thread `tid` whose memory-level parallelism is
+    /// `1 / inv_mlp`, its clock `clock` when it starts; returns the clock after it.
+    /// The hot path: on the common path (page resident, not armed) the page state is
+    /// looked up once and updated in place.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn access(
+        &mut self,
+        tid: usize,
+        clock: f64,
+        addr: u64,
+        write: bool,
+        gap_ns: u32,
+        inv_mlp: f64,
+        policy: &mut dyn Policy,
+    ) -> Result<f64, SimError> {
+        let pid = self.thread_pid[tid];
+        let w = self.event_weight;
+        // The thread's clock comes in and goes out in a register (the engine's loop
+        // keeps it there from one access to the next, off the store-to-load path); it
+        // is written back before anything else (the fault path, a policy) can read it.
+        let mut clock = clock + gap_ns as f64 * w;
+        self.counters.accesses += 1;
+        let vpn = addr >> PAGE_SHIFT;
+        let space = &mut self.spaces[pid as usize];
+        let Some(mut vi) = space.find(vpn) else {
+            self.clocks[tid] = clock;
+            return Err(SimError::Unmapped { pid, addr });
+        };
+        // Common path: resident and not armed; anything else takes the slow path,
+        // which faults the page in and delivers the hinting fault, then looks again.
+        let common = {
+            let v = &space.vmas[vi];
+            let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
+            p.present() && v.pages[v.unit_index(vpn)].flags & F_ARMED == 0
+        };
+        if !common {
+            self.clocks[tid] = clock;
+            vi = self.fault_in(tid, pid, vi, vpn, addr, write, policy)?;
+            clock = self.clocks[tid];
+        }
+        // From here on one borrow of the VMA's pages serves the whole access; the
+        // tiers and the LLC are other fields of the machine.
+        let v = &mut self.spaces[pid as usize].vmas[vi];
+        let exact = (vpn - v.vma.start_vpn) as usize;
+        let ui = v.unit_index(vpn);
+        let pages = &mut v.pages;
+        let unit = &mut pages[ui];
+        unit.flags |= F_ACCESSED;
+        let tier = unit.tier;
+        let huge = unit.huge();
+        let page = &mut pages[exact];
+        page.flags |= if write { F_WRITTEN } else { 0 };
+        let miss = match &mut self.llc {
+            None => true,
+            Some(llc) => match llc.access(pid, addr, write, tier) {
+                LlcResult::Hit => false,
+                LlcResult::Miss { writeback } => {
+                    if let Some(wt) = writeback {
+                        book_bandwidth(&mut self.tiers[wt as usize], clock, CACHE_LINE as f64);
+                    }
+                    true
+                }
+            },
+        };
+        let latency = if miss {
+            page.epoch_accesses = page.epoch_accesses.saturating_add(1);
+            self.counters.mem_accesses_by_tier[tier as usize] += 1;
+            // The wait is already in machine time: on a sampled machine the tier's
+            // bandwidth is shrunk, so one line occupies it for 1/rate line times.
+            let t = &mut self.tiers[tier as usize];
+            let wait = book_bandwidth(t, clock, CACHE_LINE as f64);
+            (if write { t.store_ns } else { t.load_ns }) * w + wait
+        } else {
+            self.counters.llc_hits += 1;
+            self.costs.llc_hit_ns * w
+        };
+        clock += latency * inv_mlp;
+        self.clocks[tid] = clock;
+        // PEBS-like counters: LLC load misses, and all stores.
+        let k = write as usize;
+        if self.sample_period[k] != 0 && (write || miss) {
+            self.sample_countdown[k] -= 1;
+            if self.sample_countdown[k] == 0 {
+                self.sample_countdown[k] = self.sample_period[k];
+                let kind = if write {
+                    SampleKind::Store
+                } else {
+                    SampleKind::LlcLoadMiss
+                };
+                self.deliver_sample(tid, pid, vpn, tier, huge, kind, policy);
+                // The policy may have charged the thread.
+                return Ok(self.clocks[tid]);
+            }
+        }
+        Ok(clock)
+    }
+
+    /// The slow path of an access: fault the page in if it is not resident, and
+    /// deliver the hinting fault if it is armed. The handler may migrate or split the
+    /// page, or free the subpage (a split that drops zero subpages): then this access
+    /// faults it back in. Returns the VMA index to use afterwards.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn fault_in(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        addr: u64,
+        write: bool,
+        policy: &mut dyn Policy,
+    ) -> Result<usize, SimError> {
+        self.ensure_present(tid, pid, vi, vpn, policy)?;
+        let v = &mut self.spaces[pid as usize].vmas[vi];
+        let ui = v.unit_index(vpn);
+        if v.pages[ui].flags & F_ARMED == 0 {
+            return Ok(vi);
+        }
+        v.pages[ui].flags &= !F_ARMED;
+        let fault = HintFault {
+            pid: Pid(pid),
+            vpn,
+            tier: TierId(v.pages[ui].tier),
+            huge: v.pages[ui].huge(),
+            write,
+            armed_at: (v.pages[ui].armed_at as f64 * self.policy_time_scale) as Nanos,
+        };
+        self.counters.hint_faults += 1;
+        self.enter(self.clocks[tid], Payer::Thread(tid));
+        self.charge_event(self.costs.hint_fault_ns);
+        policy.on_event(&Event::HintFault(fault), self);
+        let Some(vi) = self.spaces[pid as usize].find(vpn) else {
+            return Err(SimError::Unmapped { pid, addr });
+        };
+        self.ensure_present(tid, pid, vi, vpn, policy)?;
+        Ok(vi)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn deliver_sample(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vpn: Vpn,
+        tier: u8,
+        huge: bool,
+        kind: SampleKind,
+        policy: &mut dyn Policy,
+    ) {
+        self.counters.samples += 1;
+        self.enter(self.clocks[tid], Payer::Kthread);
+        self.charge_event(self.costs.sample_ns);
+        let s = Sample {
+            pid: Pid(pid),
+            vpn,
+            tier: TierId(tier),
+            huge,
+            kind,
+        };
+        policy.on_event(&Event::Sample(s), self);
+    }
+
+    /// Fault the page of `vpn` in if it is not resident. A policy reacting to the
+    /// allocation may split the new huge page and free this still-zero subpage; the
+    /// access then faults again, as it would in Linux — a few times at most.
+    #[inline]
+    fn ensure_present(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        policy: &mut dyn Policy,
+    ) -> Result<(), SimError> {
+        for _ in 0..8 {
+            let v = &self.spaces[pid as usize].vmas[vi];
+            if v.pages[(vpn - v.vma.start_vpn) as usize].present() {
+                return Ok(());
+            }
+            self.first_touch(tid, pid, vi, vpn, policy)?;
+        }
+        Err(SimError::Policy {
+            why: format!(
+                "process {pid} page {vpn:#x} was freed by the policy on each of 8 faults in a row"
+            ),
+        })
+    }
+
+    #[cold]
+    fn first_touch(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        policy: &mut dyn Policy,
+    ) -> Result<(), SimError> {
+        let (tier, huge) = self.allocate(pid, vi, vpn)?;
+        self.enter(self.clocks[tid], Payer::Thread(tid));
+        if self.page_alloc_events {
+            let v = if huge { huge_head(vpn) } else { vpn };
+            let ev = Event::PageAlloc {
+                pid: Pid(pid),
+                vpn: v,
+                tier: TierId(tier),
+                huge,
+            };
+            policy.on_event(&ev, self);
+        }
+        for t in self.low_watermark_tiers(tier as usize) {
+            self.enter(self.clocks[tid], Payer::Kthread);
+            policy.on_event(&Event::LowWatermark { tier: t }, self);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! The oracle's measurement of placement quality per epoch (precision, recall, heat map).
+
+use super::*;
+
+/// Placement quality of one epoch: the fast tier's contents against the epoch's hot
+/// set (the pages with the most memory accesses in the epoch, as many as the fast tier
+/// holds), plus the epoch's memory accesses binned by address for the heat map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochPlacement {
+    /// Pages in the hot set.
+    pub hot_pages: u64,
+    /// Pages in the fast tier at the end of the epoch.
+    pub fast_pages: u64,
+    /// Hot pages that are in the fast tier.
+    pub hot_in_fast: u64,
+    /// Memory accesses per address bin (pages of all processes in address order).
+    pub heat: Vec<u64>,
+}
+
+impl Machine {
+    /// Close a placement epoch: measure, then reset the per-page epoch counters.
+    pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
+        let budget = self.hot_set_pages;
+        let sampler = self.sampler;
+        let total_pages: u64 = self
+            .spaces
+            .iter()
+            .flat_map(|s| s.vmas.iter())
+            .map(|v| v.vma.nr_pages)
+            .sum();
+        let mut counts: Vec<u16> = Vec::new();
+        for (pid, s) in self.spaces.iter().enumerate() {
+            for v in &s.vmas {
+                for_sampled_chunks(&sampler, pid as u32, v, |range| {
+                    counts.extend(
+                        v.pages[range]
+                            .iter()
+                            .map(|p| p.epoch_accesses)
+                            .filter(|&c| c > 0),
+                    );
+                });
+            }
+        }
+        // Hot set: counts above the threshold, plus ties at it in address order.
+        let (threshold, mut tie_room) = if (counts.len() as u64) <= budget {
+            (1u16, u64::MAX)
+        } else {
+            let k = counts.len() - budget as usize;
+            let (_, t, _) = counts.select_nth_unstable(k);
+            let t = *t;
+            let above = counts.iter().filter(|&&c| c > t).count() as u64;
+            (t, budget - above)
+        };
+        let bins = bins.max(1);
+        let mut out = EpochPlacement {
+            hot_pages: 0,
+            fast_pages: 0,
+            hot_in_fast: 0,
+            heat: vec![0; bins],
+        };
+        // Pages of all processes in address order, for the heat map's bins.
+        let mut vma_base = 0u64;
+        let mut chunks = Vec::new();
+        for (pid, s) in self.spaces.iter_mut().enumerate() {
+            for v in s.vmas.iter_mut() {
+                let base = vma_base;
+                vma_base += v.vma.nr_pages;
+                chunks.clear();
+                for_sampled_chunks(&sampler, pid as u32, v, |range| chunks.push(range));
+                for range in chunks.drain(..) {
+                    let first = base + range.start as u64;
+                    for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
+                        let c = p.epoch_accesses;
+                        let fast = p.tier == 0;
+                        let hot = c > threshold
+                            || (c == threshold && c > 0 && tie_room > 0 && {
+                                tie_room -= 1;
+                                true
+                            });
+                        out.fast_pages += fast as u64;
+                        out.hot_pages += hot as u64;
+                        out.hot_in_fast += (hot && fast) as u64;
+                        if c > 0 {
+                            out.heat[(index * bins as u64 / total_pages.max(1)) as usize] +=
+                                c as u64;
+                        }
+                        p.epoch_accesses = 0;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Call `f` with each index range of `v`'s pages that the sampler keeps (the whole
+/// VMA when exact), in address order.
+fn for_sampled_chunks(
+    sampler: &RegionSampler,
+    pid: u32,
+    v: &VmaState,
+    mut f: impl FnMut(std::ops::Range<usize>),
+) {
+    if sampler.keeps_all() {
+        f(0..v.pages.len());
+        return;
+    }
+    let (start, end) = (v.vma.start_vpn, v.vma.end_vpn());
+    let mut vpn = start;
+    while vpn < end {
+        let next = (huge_head(vpn) + SUBPAGES_PER_HUGE).min(end);
+        if sampler.keeps_region(pid, vpn >> (HUGE_PAGE_SHIFT - PAGE_SHIFT)) {
+            f((vpn - start) as usize..(next - start) as usize);
+        }
+        vpn = next;
+    }
+}
