@@ -23,7 +23,10 @@
 //! The pure decision logic is [`PromotionThrottle`]. Parameters, kernel sources and
 //! decisions: `docs/policies/linux-tiering.md`.
 
-use crate::lru::{migrate_balanced, promo_watermark, Kswapd, KswapdConfig, Lru, Victim};
+use crate::lru::{
+    lists_and_kswapd, migrate_balanced, promo_watermark, Kswapd, KswapdConfig, Lru, Victim,
+    LRU_TIERING_REQUIREMENTS,
+};
 use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
 use serde::{Deserialize, Serialize};
 use tierkit_core::*;
@@ -228,113 +231,174 @@ pub fn free_space_enough(free: u64, capacity: u64, wm: Watermarks) -> bool {
     free > promo_watermark(wm) + enough
 }
 
+/// Counters of the tiering promotion path (the kernel's `pgpromote_*` and the
+/// reasons a fault did not promote).
 #[derive(Debug, Clone, Copy, Default)]
-struct Stats {
-    promoted_pages: u64,
-    cold_faults: u64,
-    rate_limited_pages: u64,
-    free_space_promotions: u64,
-    /// Promotions refused by `migrate_balanced_pgdat` (each woke kswapd).
-    watermark_failed_pages: u64,
-    /// Promotions the mover refused.
-    migrate_failed_pages: u64,
+pub struct PromotionStats {
+    /// Pages promoted in a hinting fault.
+    pub promoted_pages: u64,
+    /// Promotions let through by `pgdat_free_space_enough`, pages.
+    pub free_space_promotions: u64,
+    /// Slow-tier faults whose latency was at or above the threshold.
+    pub cold_faults: u64,
+    /// Candidate pages refused by the rate limit.
+    pub rate_limited_pages: u64,
+    /// Promotions refused by `migrate_balanced_pgdat` (each asks for reclaim), pages.
+    pub watermark_failed_pages: u64,
+    /// Promotions the mover refused, pages.
+    pub migrate_failed_pages: u64,
+}
+
+/// What one hinting fault came to, for the caller's own page lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultOutcome {
+    /// A fast-tier fault, or a slow-tier one that was not promoted.
+    Stayed,
+    /// The unit at `head` (`pages` base pages) moved to the fast tier.
+    Promoted {
+        /// Head page of the promoted unit.
+        head: Vpn,
+        /// Base pages promoted.
+        pages: u64,
+    },
+    /// A promotion was refused because the fast tier is below its high watermark:
+    /// the caller wakes its reclaim (kswapd), as `migrate_misplaced_folio` does.
+    NeedsReclaim,
+}
+
+/// NUMA balancing's hinting-fault path in memory-tiering mode, as `do_numa_page`
+/// runs it for every tiering policy built on it (`linux-tiering`, `mglru-pd`): the
+/// scanner that arms pages, `should_numa_migrate_memory` (free-space bypass, then
+/// [`PromotionThrottle`]) and `migrate_misplaced_folio` (synchronous promotion if the
+/// fast tier stays balanced). What the caller keeps (LRU lists, MGLRU generations,
+/// its kswapd) it updates from the returned [`FaultOutcome`].
+#[derive(Debug)]
+pub struct TieringPromotion {
+    /// The page-table scanner that arms hinting faults.
+    pub scanner: NumaScanner,
+    /// The fast node's promotion threshold and rate limit.
+    pub throttle: PromotionThrottle,
+    /// What the path did.
+    pub stats: PromotionStats,
+    /// The scanner's longest period, ms: the threshold adjustment period.
+    scan_period_max_ms: u64,
+}
+
+impl TieringPromotion {
+    /// The path with its scanner settings, hot threshold (ms) and rate limit (MB/s).
+    pub fn new(
+        scan: NumaScanConfig,
+        hot_threshold_ms: u64,
+        rate_limit_mbps: u64,
+    ) -> TieringPromotion {
+        TieringPromotion {
+            scan_period_max_ms: scan.scan_period_max_ms,
+            scanner: NumaScanner::new(scan),
+            throttle: PromotionThrottle::new(hot_threshold_ms, rate_limit_mbps),
+            stats: PromotionStats::default(),
+        }
+    }
+
+    /// Handle hinting fault `f`: count it for the scanner, and promote a slow-tier
+    /// unit if `should_numa_migrate_memory` and `migrate_balanced_pgdat` agree.
+    pub fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) -> FaultOutcome {
+        let pages = if f.huge { SUBPAGES_PER_HUGE } else { 1 };
+        if f.tier.is_fast() {
+            self.scanner.record_fault(f.pid, pages, true);
+            return FaultOutcome::Stayed;
+        }
+        if !self.should_promote(f, pages, mech) {
+            self.scanner.record_fault(f.pid, pages, false);
+            return FaultOutcome::Stayed;
+        }
+        let fast = TierId::FAST;
+        let outcome = if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
+            self.stats.watermark_failed_pages += pages;
+            FaultOutcome::NeedsReclaim
+        } else {
+            match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
+                Ok(()) => {
+                    self.stats.promoted_pages += pages;
+                    let head = if f.huge { huge_head(f.vpn) } else { f.vpn };
+                    FaultOutcome::Promoted { head, pages }
+                }
+                Err(_) => {
+                    self.stats.migrate_failed_pages += pages;
+                    FaultOutcome::Stayed
+                }
+            }
+        };
+        let promoted = matches!(outcome, FaultOutcome::Promoted { .. });
+        if !promoted {
+            self.scanner.record_failed(f.pid, pages);
+        }
+        self.scanner.record_fault(f.pid, pages, promoted);
+        outcome
+    }
+
+    /// `should_numa_migrate_memory` for a slow-tier fault: promote freely while the
+    /// fast tier has plenty of free memory, else ask the throttle.
+    fn should_promote(&mut self, f: &HintFault, pages: u64, mech: &dyn Mechanisms) -> bool {
+        let fast = TierId::FAST;
+        let now = mech.now();
+        let wm = mech.watermarks(fast);
+        if free_space_enough(mech.free_pages(fast), mech.tiers()[0].capacity_pages, wm) {
+            self.throttle.reset_threshold();
+            self.stats.free_space_promotions += pages;
+            return true;
+        }
+        let latency_ms = now.saturating_sub(f.armed_at) / NS_PER_MS;
+        match self
+            .throttle
+            .decide(now / NS_PER_MS, latency_ms, pages, self.scan_period_max_ms)
+        {
+            Verdict::Promote => true,
+            Verdict::Cold => {
+                self.stats.cold_faults += 1;
+                false
+            }
+            Verdict::RateLimited => {
+                self.stats.rate_limited_pages += pages;
+                false
+            }
+        }
+    }
 }
 
 /// The policy.
 pub struct LinuxTiering {
     cfg: LinuxTieringConfig,
-    scanner: NumaScanner,
-    throttle: PromotionThrottle,
+    promotion: TieringPromotion,
     lru: Lru,
     kswapd: Kswapd,
     demoted: Vec<Victim>,
-    stats: Stats,
 }
 
 impl LinuxTiering {
     /// A policy with the given parameters.
     pub fn new(cfg: LinuxTieringConfig) -> LinuxTiering {
         LinuxTiering {
-            scanner: NumaScanner::new(cfg.scan.clone()),
-            throttle: PromotionThrottle::new(cfg.hot_threshold_ms, cfg.promote_rate_limit_mbps),
+            promotion: TieringPromotion::new(
+                cfg.scan.clone(),
+                cfg.hot_threshold_ms,
+                cfg.promote_rate_limit_mbps,
+            ),
             lru: Lru::new(2),
             kswapd: Kswapd::new(cfg.kswapd.clone(), 2),
             demoted: Vec::new(),
-            stats: Stats::default(),
             cfg,
         }
     }
 
+    /// The shared tiering fault path; a promoted unit joins the fast tier's LRU, a
+    /// refused one wakes the fast tier's kswapd.
     fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) {
-        let pages = if f.huge { SUBPAGES_PER_HUGE } else { 1 };
-        if f.tier.is_fast() {
-            self.scanner.record_fault(f.pid, pages, true);
-            return;
-        }
-        let fast = TierId::FAST;
-        let now = mech.now();
-        let wm = mech.watermarks(fast);
-        let promote =
-            if free_space_enough(mech.free_pages(fast), mech.tiers()[0].capacity_pages, wm) {
-                self.throttle.reset_threshold();
-                self.stats.free_space_promotions += pages;
-                true
-            } else {
-                let latency_ms = now.saturating_sub(f.armed_at) / NS_PER_MS;
-                let verdict = self.throttle.decide(
-                    now / NS_PER_MS,
-                    latency_ms,
-                    pages,
-                    self.cfg.scan.scan_period_max_ms,
-                );
-                match verdict {
-                    Verdict::Promote => true,
-                    Verdict::Cold => {
-                        self.stats.cold_faults += 1;
-                        false
-                    }
-                    Verdict::RateLimited => {
-                        self.stats.rate_limited_pages += pages;
-                        false
-                    }
-                }
-            };
-        let mut local = false;
-        if promote {
-            local = self.promote(f, pages, wm, mech);
-            if !local {
-                self.scanner.record_failed(f.pid, pages);
+        match self.promotion.on_hint_fault(f, mech) {
+            FaultOutcome::Promoted { head, pages } => {
+                self.lru.on_migrated(f.pid, head, TierId::FAST, pages)
             }
-        }
-        self.scanner.record_fault(f.pid, pages, local);
-    }
-
-    /// `migrate_misplaced_folio`: promote synchronously if the fast tier stays above
-    /// `high + pages`; otherwise wake kswapd to make room and fail.
-    fn promote(
-        &mut self,
-        f: &HintFault,
-        pages: u64,
-        wm: Watermarks,
-        mech: &mut dyn Mechanisms,
-    ) -> bool {
-        let fast = TierId::FAST;
-        if !migrate_balanced(mech.free_pages(fast), wm, pages) {
-            self.stats.watermark_failed_pages += pages;
-            self.kswapd.wake(fast, mech);
-            return false;
-        }
-        match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
-            Ok(()) => {
-                let head = if f.huge { huge_head(f.vpn) } else { f.vpn };
-                self.lru.on_migrated(f.pid, head, fast, pages);
-                self.stats.promoted_pages += pages;
-                true
-            }
-            Err(_) => {
-                self.stats.migrate_failed_pages += pages;
-                false
-            }
+            FaultOutcome::NeedsReclaim => self.kswapd.wake(TierId::FAST, mech),
+            FaultOutcome::Stayed => {}
         }
     }
 }
@@ -345,19 +409,12 @@ impl Policy for LinuxTiering {
     }
 
     fn requirements(&self) -> Requirements {
-        Requirements {
-            page_alloc_events: true,
-            hint_faults: true,
-            accessed_bits: true,
-            ..Requirements::default()
-        }
+        LRU_TIERING_REQUIREMENTS
     }
 
     fn init(&mut self, mech: &mut dyn Mechanisms) {
-        let nr_tiers = mech.tiers().len();
-        self.lru = Lru::new(nr_tiers);
-        self.kswapd = Kswapd::new(self.cfg.kswapd.clone(), nr_tiers);
-        self.scanner.start_all(mech);
+        (self.lru, self.kswapd) = lists_and_kswapd(&self.cfg.kswapd, mech);
+        self.promotion.scanner.start_all(mech);
     }
 
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
@@ -387,8 +444,8 @@ impl Policy for LinuxTiering {
                     self.kswapd
                         .run(tier, target, &mut self.lru, mech, &mut self.demoted);
                     self.demoted.clear();
-                } else if let Some(pid) = self.scanner.owns(id) {
-                    self.scanner.step(pid, mech, ArmFilter::NotFast);
+                } else if let Some(pid) = self.promotion.scanner.owns(id) {
+                    self.promotion.scanner.step(pid, mech, ArmFilter::NotFast);
                 }
             }
             Event::Mmap { .. } | Event::Sample(_) => {}
@@ -405,30 +462,39 @@ impl Policy for LinuxTiering {
     fn stats(&self) -> Vec<(&'static str, f64)> {
         let k = self.kswapd.stats();
         vec![
-            ("promoted_pages", self.stats.promoted_pages as f64),
+            ("promoted_pages", self.promotion.stats.promoted_pages as f64),
             (
                 "promote_candidate_pages",
-                self.throttle.nr_candidates() as f64,
+                self.promotion.throttle.nr_candidates() as f64,
             ),
-            ("cold_faults", self.stats.cold_faults as f64),
-            ("rate_limited_pages", self.stats.rate_limited_pages as f64),
+            ("cold_faults", self.promotion.stats.cold_faults as f64),
+            (
+                "rate_limited_pages",
+                self.promotion.stats.rate_limited_pages as f64,
+            ),
             (
                 "free_space_promotion_pages",
-                self.stats.free_space_promotions as f64,
+                self.promotion.stats.free_space_promotions as f64,
             ),
             (
                 "watermark_failed_pages",
-                self.stats.watermark_failed_pages as f64,
+                self.promotion.stats.watermark_failed_pages as f64,
             ),
             (
                 "migrate_failed_pages",
-                self.stats.migrate_failed_pages as f64,
+                self.promotion.stats.migrate_failed_pages as f64,
             ),
-            ("hot_threshold_ms", self.throttle.threshold_ms() as f64),
+            (
+                "hot_threshold_ms",
+                self.promotion.throttle.threshold_ms() as f64,
+            ),
             ("kswapd_wakeups", k.nr_wakeups as f64),
             ("kswapd_scanned", k.nr_scanned as f64),
             ("kswapd_demoted_pages", k.nr_demoted_pages as f64),
-            ("scan_passes_pid0", self.scanner.passes(Pid(0)) as f64),
+            (
+                "scan_passes_pid0",
+                self.promotion.scanner.passes(Pid(0)) as f64,
+            ),
         ]
     }
 }

@@ -499,6 +499,26 @@ impl Lru {
     }
 }
 
+/// What an LRU-based NUMA-tiering policy observes (`linux-tiering`, `tpp`, `chrono`):
+/// page allocations (to list pages), hinting faults (promotion) and accessed bits
+/// (LRU aging).
+pub const LRU_TIERING_REQUIREMENTS: Requirements = Requirements {
+    page_alloc_events: true,
+    hint_faults: true,
+    accessed_bits: true,
+    unbounded_fast_tier: false,
+    sampling: false,
+    future_knowledge: false,
+};
+
+/// The reclaim half the kernel shares among its tiering modes, sized for the
+/// machine's tiers: the per-tier LRU lists and one kswapd per tier
+/// (`linux-tiering`, `tpp` and `chrono` set it up in `init`).
+pub fn lists_and_kswapd(cfg: &KswapdConfig, mech: &dyn Mechanisms) -> (Lru, Kswapd) {
+    let nr_tiers = mech.tiers().len();
+    (Lru::new(nr_tiers), Kswapd::new(cfg.clone(), nr_tiers))
+}
+
 /// How the kswapd-like thread paces itself. These are not kernel parameters: the
 /// machine charges the real costs of every young test and migration; these only
 /// space out kswapd's batches in simulated time the way a single reclaim thread

@@ -18,7 +18,7 @@
 //!   with demotion would). A page is thus demoted after `nr_gens − 1` aging passes
 //!   without an access: 30–40 s after its last access at the defaults, the same
 //!   latency as PET's three scan intervals.
-//! - **Base+ promotion** ([`crate::numa_scan`], [`crate::linux_tiering::PromotionThrottle`]):
+//! - **Base+ promotion** ([`crate::numa_scan`], [`crate::linux_tiering::TieringPromotion`]):
 //!   the NUMA-balancing scanner arms slow-tier pages; a hinting fault within the hot
 //!   threshold and the rate limit promotes the page in the fault, if the fast tier
 //!   stays above its high watermark; otherwise kswapd is woken.
@@ -29,9 +29,9 @@
 //!
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
-use crate::linux_tiering::{free_space_enough, PromotionThrottle, Verdict};
-use crate::lru::{migrate_balanced, promo_watermark, KswapdConfig};
-use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
+use crate::linux_tiering::{FaultOutcome, TieringPromotion};
+use crate::lru::{promo_watermark, KswapdConfig};
+use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use tierkit_core::*;
@@ -248,18 +248,12 @@ struct Stats {
     kswapd_demoted_pages: u64,
     second_chances: u64,
     demote_failed: u64,
-    promoted_pages: u64,
-    free_space_promotions: u64,
-    cold_faults: u64,
-    rate_limited_pages: u64,
-    watermark_failed_pages: u64,
 }
 
 /// The policy.
 pub struct MglruPd {
     cfg: MglruPdConfig,
-    scanner: NumaScanner,
-    throttle: PromotionThrottle,
+    promotion: TieringPromotion,
     gens: Generations,
     kswapd_awake: bool,
     stats: Stats,
@@ -269,8 +263,11 @@ impl MglruPd {
     /// A policy with the given parameters.
     pub fn new(cfg: MglruPdConfig) -> MglruPd {
         MglruPd {
-            scanner: NumaScanner::new(cfg.scan.clone()),
-            throttle: PromotionThrottle::new(cfg.hot_threshold_ms, cfg.promote_rate_limit_mbps),
+            promotion: TieringPromotion::new(
+                cfg.scan.clone(),
+                cfg.hot_threshold_ms,
+                cfg.promote_rate_limit_mbps,
+            ),
             gens: Generations::default(),
             kswapd_awake: false,
             stats: Stats::default(),
@@ -278,56 +275,15 @@ impl MglruPd {
         }
     }
 
-    /// Base+ (`linux-tiering`'s `should_numa_migrate_memory` + `migrate_misplaced_folio`).
+    /// Base+: `linux-tiering`'s fault path (`should_numa_migrate_memory` +
+    /// `migrate_misplaced_folio`), shared with it; a promoted page joins the youngest
+    /// generation, a refused one wakes kswapd.
     fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) {
-        let pages = if f.huge { SUBPAGES_PER_HUGE } else { 1 };
-        if f.tier.is_fast() {
-            self.scanner.record_fault(f.pid, pages, true);
-            return;
+        match self.promotion.on_hint_fault(f, mech) {
+            FaultOutcome::Promoted { head, .. } => self.gens.add_young(f.pid, head),
+            FaultOutcome::NeedsReclaim => self.wake_kswapd(mech),
+            FaultOutcome::Stayed => {}
         }
-        let fast = TierId::FAST;
-        let now = mech.now();
-        let wm = mech.watermarks(fast);
-        let promote =
-            if free_space_enough(mech.free_pages(fast), mech.tiers()[0].capacity_pages, wm) {
-                self.throttle.reset_threshold();
-                self.stats.free_space_promotions += pages;
-                true
-            } else {
-                let latency_ms = now.saturating_sub(f.armed_at) / NS_PER_MS;
-                match self.throttle.decide(
-                    now / NS_PER_MS,
-                    latency_ms,
-                    pages,
-                    self.cfg.scan.scan_period_max_ms,
-                ) {
-                    Verdict::Promote => true,
-                    Verdict::Cold => {
-                        self.stats.cold_faults += 1;
-                        false
-                    }
-                    Verdict::RateLimited => {
-                        self.stats.rate_limited_pages += pages;
-                        false
-                    }
-                }
-            };
-        let mut local = false;
-        if promote {
-            if !migrate_balanced(mech.free_pages(fast), wm, pages) {
-                self.stats.watermark_failed_pages += pages;
-                self.wake_kswapd(mech);
-            } else if mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync).is_ok() {
-                let head = if f.huge { huge_head(f.vpn) } else { f.vpn };
-                self.gens.add_young(f.pid, head);
-                self.stats.promoted_pages += pages;
-                local = true;
-            }
-            if !local {
-                self.scanner.record_failed(f.pid, pages);
-            }
-        }
-        self.scanner.record_fault(f.pid, pages, local);
     }
 
     fn wake_kswapd(&mut self, mech: &mut dyn Mechanisms) {
@@ -479,7 +435,7 @@ impl Policy for MglruPd {
     }
 
     fn init(&mut self, mech: &mut dyn Mechanisms) {
-        self.scanner.start_all(mech);
+        self.promotion.scanner.start_all(mech);
         mech.schedule(
             mech.now() + self.cfg.pd_interval_ms * NS_PER_MS,
             PD_TIMER,
@@ -505,8 +461,8 @@ impl Policy for MglruPd {
             Event::Timer { id: PD_TIMER } => self.proactive_demotion(mech),
             Event::Timer { id: KSWAPD_TIMER } => self.kswapd(mech),
             Event::Timer { id } => {
-                if let Some(pid) = self.scanner.owns(id) {
-                    self.scanner.step(pid, mech, ArmFilter::NotFast);
+                if let Some(pid) = self.promotion.scanner.owns(id) {
+                    self.promotion.scanner.step(pid, mech, ArmFilter::NotFast);
                 }
             }
             Event::Sample(_) | Event::LowWatermark { .. } => {}
@@ -521,6 +477,7 @@ impl Policy for MglruPd {
 
     fn stats(&self) -> Vec<(&'static str, f64)> {
         let s = &self.stats;
+        let p = &self.promotion.stats;
         vec![
             ("max_seq", self.gens.max_seq() as f64),
             ("aging_passes", s.aging_passes as f64),
@@ -531,11 +488,11 @@ impl Policy for MglruPd {
             ("kswapd_demoted_pages", s.kswapd_demoted_pages as f64),
             ("second_chances", s.second_chances as f64),
             ("demote_failed", s.demote_failed as f64),
-            ("promoted_pages", s.promoted_pages as f64),
-            ("free_space_promotion_pages", s.free_space_promotions as f64),
-            ("cold_faults", s.cold_faults as f64),
-            ("rate_limited_pages", s.rate_limited_pages as f64),
-            ("watermark_failed_pages", s.watermark_failed_pages as f64),
+            ("promoted_pages", p.promoted_pages as f64),
+            ("free_space_promotion_pages", p.free_space_promotions as f64),
+            ("cold_faults", p.cold_faults as f64),
+            ("rate_limited_pages", p.rate_limited_pages as f64),
+            ("watermark_failed_pages", p.watermark_failed_pages as f64),
             ("listed_pages", self.gens.nr_listed() as f64),
         ]
     }

@@ -20,7 +20,10 @@
 //!
 //! Parameters and decisions: `docs/policies/tpp.md`.
 
-use crate::lru::{migrate_balanced, Kswapd, KswapdConfig, Lru, LruList, Victim};
+use crate::lru::{
+    lists_and_kswapd, migrate_balanced, Kswapd, KswapdConfig, Lru, LruList, Victim,
+    LRU_TIERING_REQUIREMENTS,
+};
 use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
 use serde::{Deserialize, Serialize};
 use tierkit_core::*;
@@ -196,18 +199,11 @@ impl Policy for Tpp {
     }
 
     fn requirements(&self) -> Requirements {
-        Requirements {
-            page_alloc_events: true,
-            hint_faults: true,
-            accessed_bits: true,
-            ..Requirements::default()
-        }
+        LRU_TIERING_REQUIREMENTS
     }
 
     fn init(&mut self, mech: &mut dyn Mechanisms) {
-        let nr_tiers = mech.tiers().len();
-        self.lru = Lru::new(nr_tiers);
-        self.kswapd = Kswapd::new(self.cfg.kswapd.clone(), nr_tiers);
+        (self.lru, self.kswapd) = lists_and_kswapd(&self.cfg.kswapd, mech);
         self.scanner.start_all(mech);
     }
 

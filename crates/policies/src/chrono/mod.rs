@@ -67,7 +67,9 @@ impl crate::RegisteredConfig for ChronoConfig {
 mod tests;
 
 use crate::linux_tiering::free_space_enough;
-use crate::lru::{migrate_balanced, Kswapd, KswapdConfig, Lru, Victim};
+use crate::lru::{
+    lists_and_kswapd, migrate_balanced, Kswapd, KswapdConfig, Lru, Victim, LRU_TIERING_REQUIREMENTS,
+};
 use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
 use cit::{is_hot, CandidateFilter, FilterOutcome, PageSize, SemiAuto};
 use dcsc::{overlap_with_free, rate_limit_bytes_per_s, HeatMaps, OverlapResult, Probes};
@@ -913,18 +915,11 @@ impl Policy for Chrono {
     }
 
     fn requirements(&self) -> Requirements {
-        Requirements {
-            page_alloc_events: true,
-            hint_faults: true,
-            accessed_bits: true,
-            ..Requirements::default()
-        }
+        LRU_TIERING_REQUIREMENTS
     }
 
     fn init(&mut self, mech: &mut dyn Mechanisms) {
-        let nr_tiers = mech.tiers().len();
-        self.lru = Lru::new(nr_tiers);
-        self.kswapd = Kswapd::new(self.cfg.kswapd.clone(), nr_tiers);
+        (self.lru, self.kswapd) = lists_and_kswapd(&self.cfg.kswapd, mech);
         self.scanner.start_all(mech);
         let now = mech.now();
         self.last_refill = now;

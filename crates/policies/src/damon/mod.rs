@@ -802,15 +802,15 @@ fn update_monitoring_result(r: &mut Region, old: &DamonAttrs, new: &DamonAttrs, 
 
 const EMPTY: u64 = u64::MAX;
 
-/// Pack a page unit for a frame: `(pid << 40 | vpn) << 1 | huge`. Sorting packed
+/// Pack a page unit for a frame: `page_key(pid, vpn) << 1 | huge`. Sorting packed
 /// values sorts by `(pid, vpn)`.
 fn pack(pid: Pid, vpn: Vpn, huge: bool) -> u64 {
-    ((((pid.0 as u64) << 40) | vpn) << 1) | huge as u64
+    (page_key(pid, vpn) << 1) | huge as u64
 }
 
 fn unpack(v: u64) -> (Pid, Vpn, bool) {
-    let key = v >> 1;
-    (Pid((key >> 40) as u32), key & ((1 << 40) - 1), v & 1 == 1)
+    let (pid, vpn) = page_key_parts(v >> 1);
+    (pid, vpn, v & 1 == 1)
 }
 
 /// The frames of one tier.

@@ -66,9 +66,3 @@ impl Batch {
         std::mem::take(&mut self.entries)
     }
 }
-
-/// The tracker key of a page: the page number with the process in the top bits.
-#[inline]
-pub fn page_key(pid: Pid, vpn: Vpn) -> u64 {
-    ((pid.0 as u64) << 48) ^ vpn
-}
