@@ -472,7 +472,7 @@ fn corrupted_traces_are_refused_or_replayed_never_a_panic() {
         };
         match tc.validate() {
             Err(e) => {
-                assert_eq!(e.lines().count(), 1, "variant {k}: {e}");
+                assert_eq!(e.to_string().lines().count(), 1, "variant {k}: {e}");
                 refused += 1;
             }
             Ok(()) => {

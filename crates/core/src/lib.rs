@@ -19,17 +19,21 @@
 //!   run simulates, and how a policy scales its extensive parameters with it.
 //! - [`policy`]: the [`Policy`](policy::Policy) trait and the [`Event`](policy::Event)s
 //!   it is called with.
+//! - [`error`]: [`ConfigError`](error::ConfigError), the error of every configuration
+//!   check (policies, workloads, machine, daemon).
 //!
 //! The interface deliberately carries no simulator knowledge: a policy never sees
 //! the access stream itself, only what a kernel could observe (hinting faults, sampled
 //! LLC misses, accessed bits, VMA changes, tier occupancy).
 
+pub mod error;
 pub mod mechanisms;
 pub mod policy;
 pub mod scale;
 pub mod units;
 pub mod workload;
 
+pub use error::ConfigError;
 pub use mechanisms::*;
 pub use policy::*;
 pub use scale::*;

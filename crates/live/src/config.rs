@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tierkit_core::ConfigError;
 use tierkit_policies::PolicyConfig;
 
 /// Daemon settings (`--set live.KEY=VALUE`).
@@ -63,7 +64,7 @@ impl Default for LiveConfig {
 
 impl LiveConfig {
     /// Check ranges; the error names the field and its range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let r = |name: &str, v: u64, lo: u64, hi: u64| {
             if v < lo || v > hi {
                 Err(format!("live.{name} = {v} is out of range {lo}..={hi}"))
@@ -98,14 +99,15 @@ impl LiveConfig {
             return Err(format!(
                 "live.damon_ops = `{}`: valid are auto, fvaddr, vaddr",
                 self.damon_ops
-            ));
+            )
+            .into());
         }
         Ok(())
     }
 }
 
 /// Parse a size: `64MiB`, `1GiB`, `4096KiB`, `2G`, `512M`, or bytes. Binary units.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, ConfigError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -119,13 +121,13 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "g" | "gb" | "gib" => 1 << 30,
         "t" | "tb" | "tib" => 1 << 40,
         _ => {
-            return Err(format!(
-                "bad size `{s}`: unit `{unit}` is not one of KiB, MiB, GiB, TiB"
-            ))
+            return Err(
+                format!("bad size `{s}`: unit `{unit}` is not one of KiB, MiB, GiB, TiB").into(),
+            )
         }
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("size `{s}` is too large"))
+        .ok_or_else(|| format!("size `{s}` is too large").into())
 }
 
 fn set_path(root: &mut Value, path: &[&str], v: Value) -> Result<(), String> {
@@ -187,7 +189,7 @@ pub fn build(
     pc.validate()
         .map_err(|e| format!("policy `{policy}`: {e}"))?;
     let lc: LiveConfig = serde_json::from_value(lv).map_err(|e| format!("live settings: {e}"))?;
-    lc.validate()?;
+    lc.validate().map_err(|e| e.to_string())?;
     Ok((pc, lc))
 }
 
@@ -285,7 +287,10 @@ mod tests {
         assert_eq!(parse_size("4096KiB"), Ok(4096 << 10));
         assert_eq!(parse_size("12345"), Ok(12345));
         assert_eq!(parse_size("2g"), Ok(2 << 30));
-        assert!(parse_size("12 parsecs").unwrap_err().contains("unit"));
+        assert!(parse_size("12 parsecs")
+            .unwrap_err()
+            .to_string()
+            .contains("unit"));
         assert!(parse_size("MiB").is_err());
         assert!(parse_size("99999999999999TiB").is_err());
     }

@@ -25,10 +25,10 @@ pub struct AutonumaConfig {
 
 impl AutonumaConfig {
     /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.scan
             .validate()
-            .map_err(|e| format!("policy.scan: {e}"))
+            .map_err(|e| ConfigError::from(format!("policy.scan: {e}")))
     }
 }
 
@@ -112,7 +112,7 @@ impl Policy for Autonuma {
 
 /// The registry's view of [`AutonumaConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for AutonumaConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

@@ -101,7 +101,7 @@ impl Default for AutotieringConfig {
 
 impl AutotieringConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.scan
             .validate()
             .map_err(|e| format!("policy.scan: {e}"))?;
@@ -120,7 +120,8 @@ impl AutotieringConfig {
             if max == 0 || min >= max {
                 return Err(format!(
                     "policy.{what} must satisfy 0 <= min < max and max >= 1, got {min} / {max}"
-                ));
+                )
+                .into());
             }
         }
         Ok(())
@@ -706,7 +707,7 @@ impl AutotieringConfig {
 
 /// The registry's view of [`AutotieringConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for AutotieringConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 
@@ -743,7 +744,7 @@ impl AutotieringCpmConfig {
 
 /// The registry's view of [`AutotieringCpmConfig`].
 impl crate::RegisteredConfig for AutotieringCpmConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.as_autotiering().validate()
     }
 
@@ -1014,6 +1015,10 @@ mod tests {
             pool_min_pages: 16,
             ..Default::default()
         };
-        assert!(bad.validate().unwrap_err().contains("pool_min_pages"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("pool_min_pages"));
     }
 }

@@ -90,7 +90,7 @@ impl Default for DamonTieringConfig {
 
 impl DamonTieringConfig {
     /// Check ranges; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.monitor
             .validate()
             .map_err(|e| format!("policy.monitor.{e}"))?;
@@ -102,7 +102,7 @@ impl DamonTieringConfig {
             ("demote_goal_free_bp", self.demote_goal_free_bp),
         ] {
             if v > 10_000 {
-                return Err(format!("{name} must be in 0..=10000, got {v}"));
+                return Err(format!("{name} must be in 0..=10000, got {v}").into());
             }
         }
         if self.promote_min_nr_accesses == 0 {
@@ -352,7 +352,7 @@ impl DamonTieringConfig {
 
 /// The registry's view of [`DamonTieringConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for DamonTieringConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 
@@ -416,7 +416,11 @@ mod tests {
             demote_goal_free_bp: 10_001,
             ..c.clone()
         };
-        assert!(bad.validate().unwrap_err().contains("demote_goal_free_bp"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("demote_goal_free_bp"));
         let bad = DamonTieringConfig {
             monitor: DamonAttrs {
                 min_nr_regions: 2,
@@ -424,7 +428,11 @@ mod tests {
             },
             ..c
         };
-        assert!(bad.validate().unwrap_err().contains("min_nr_regions"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("min_nr_regions"));
     }
 
     #[test]

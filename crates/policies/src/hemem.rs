@@ -83,7 +83,7 @@ impl Default for HememConfig {
 
 impl HememConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let at_least = |name: &str, v: u64, min: u64| {
             if v < min {
                 Err(format!("policy.{name} must be at least {min}, got {v}"))
@@ -102,7 +102,8 @@ impl HememConfig {
             return Err(format!(
                 "policy.busy_poll_threads must be in 0..=4, got {}",
                 self.busy_poll_threads
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -693,7 +694,7 @@ impl HememConfig {
 
 /// The registry's view of [`HememConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for HememConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 
@@ -960,6 +961,10 @@ mod tests {
             hot_read_threshold: 0,
             ..Default::default()
         };
-        assert!(bad.validate().unwrap_err().contains("hot_read_threshold"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("hot_read_threshold"));
     }
 }

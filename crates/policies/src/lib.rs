@@ -16,7 +16,7 @@
 //! `registry!` table below, and a page under `docs/policies/`.
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{BuildContext, Policy, SpaceScale};
+use tierkit_core::{BuildContext, ConfigError, Policy, SpaceScale};
 
 pub mod all_fast;
 pub mod autonuma;
@@ -63,7 +63,7 @@ pub use tpp::{Tpp, TppConfig};
 /// implements it beside its config; checking and scaling default to nothing.
 pub trait RegisteredConfig {
     /// Check parameter ranges; the error names the field and the valid range.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         Ok(())
     }
     /// Scale the extensive parameters for a sampled machine (see
@@ -107,7 +107,7 @@ macro_rules! registry {
             }
 
             /// Check parameter ranges; the error names the field and the valid range.
-            pub fn validate(&self) -> Result<(), String> {
+            pub fn validate(&self) -> Result<(), ConfigError> {
                 match self {
                     $( PolicyConfig::$variant(c) => RegisteredConfig::check(c), )*
                 }

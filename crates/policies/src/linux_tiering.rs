@@ -75,7 +75,7 @@ impl Default for LinuxTieringConfig {
 
 impl LinuxTieringConfig {
     /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.scan
             .validate()
             .map_err(|e| format!("policy.scan: {e}"))?;
@@ -87,9 +87,10 @@ impl LinuxTieringConfig {
                 "policy.promote_rate_limit_mbps must be in [0, {}], got {}",
                 u32::MAX,
                 self.promote_rate_limit_mbps
-            ));
+            )
+            .into());
         }
-        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+        self.kswapd.validate().map_err(|e| e.prefixed("policy."))
     }
 }
 
@@ -511,7 +512,7 @@ impl LinuxTieringConfig {
 
 /// The registry's view of [`LinuxTieringConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for LinuxTieringConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

@@ -560,7 +560,7 @@ impl KswapdConfig {
     }
 
     /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.batch_pages == 0 {
             return Err("kswapd.batch_pages must be at least 1".into());
         }

@@ -83,7 +83,7 @@ impl Default for MglruPdConfig {
 
 impl MglruPdConfig {
     /// Check ranges; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.scan
             .validate()
             .map_err(|e| format!("policy.scan: {e}"))?;
@@ -95,18 +95,16 @@ impl MglruPdConfig {
                 "policy.promote_rate_limit_mbps must be in [0, {}], got {}",
                 u32::MAX,
                 self.promote_rate_limit_mbps
-            ));
+            )
+            .into());
         }
         if self.pd_interval_ms == 0 {
             return Err("policy.pd_interval_ms must be at least 1 (ms)".into());
         }
         if !(2..=16).contains(&self.nr_gens) {
-            return Err(format!(
-                "policy.nr_gens must be in [2, 16], got {}",
-                self.nr_gens
-            ));
+            return Err(format!("policy.nr_gens must be in [2, 16], got {}", self.nr_gens).into());
         }
-        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+        self.kswapd.validate().map_err(|e| e.prefixed("policy."))
     }
 }
 
@@ -508,7 +506,7 @@ impl MglruPdConfig {
 
 /// The registry's view of [`MglruPdConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for MglruPdConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

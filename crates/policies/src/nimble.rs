@@ -86,17 +86,17 @@ impl Default for NimbleConfig {
 
 impl NimbleConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (name, v) in [
             ("scan_interval_ms", self.scan_interval_ms),
             ("nr_scan_pages", self.nr_scan_pages),
             ("nr_promote_pages", self.nr_promote_pages),
         ] {
             if v == 0 {
-                return Err(format!("policy.{name} must be at least 1, got 0"));
+                return Err(format!("policy.{name} must be at least 1, got 0").into());
             }
         }
-        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+        self.kswapd.validate().map_err(|e| e.prefixed("policy."))
     }
 
     fn core_params(&self) -> CoreParams {
@@ -312,7 +312,7 @@ impl NimbleConfig {
 
 /// The registry's view of [`NimbleConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for NimbleConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 
@@ -473,6 +473,10 @@ mod tests {
             nr_promote_pages: 0,
             ..c
         };
-        assert!(bad.validate().unwrap_err().contains("nr_promote_pages"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("nr_promote_pages"));
     }
 }

@@ -46,7 +46,7 @@ impl Default for NumaScanConfig {
 
 impl NumaScanConfig {
     /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.scan_size_mb == 0 {
             return Err("scan_size_mb must be at least 1".into());
         }
@@ -54,7 +54,8 @@ impl NumaScanConfig {
             return Err(format!(
                 "scan periods must satisfy 0 < scan_period_min_ms ({}) <= scan_period_max_ms ({})",
                 self.scan_period_min_ms, self.scan_period_max_ms
-            ));
+            )
+            .into());
         }
         Ok(())
     }

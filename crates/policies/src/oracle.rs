@@ -36,7 +36,7 @@ impl Default for OracleConfig {
 
 impl OracleConfig {
     /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.epoch_ms == 0 {
             return Err("epoch_ms must be at least 1".into());
         }
@@ -470,7 +470,7 @@ impl OracleConfig {
 
 /// The registry's view of [`OracleConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for OracleConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

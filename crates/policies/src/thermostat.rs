@@ -74,26 +74,28 @@ impl Default for ThermostatConfig {
 
 impl ThermostatConfig {
     /// Check ranges; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (field, v) in [
             ("sample_fraction_pct", self.sample_fraction_pct),
             ("tolerable_slowdown_pct", self.tolerable_slowdown_pct),
         ] {
             if !(v > 0.0 && v <= 100.0) {
-                return Err(format!("policy.{field} must be in (0, 100], got {v}"));
+                return Err(format!("policy.{field} must be in (0, 100], got {v}").into());
             }
         }
         if !(1..=SUBPAGES_PER_HUGE).contains(&self.poisoned_pages_per_huge_page) {
             return Err(format!(
                 "policy.poisoned_pages_per_huge_page must be in [1, 512], got {}",
                 self.poisoned_pages_per_huge_page
-            ));
+            )
+            .into());
         }
         if !(self.slow_access_penalty_us.is_finite() && self.slow_access_penalty_us > 0.0) {
             return Err(format!(
                 "policy.slow_access_penalty_us must be > 0, got {}",
                 self.slow_access_penalty_us
-            ));
+            )
+            .into());
         }
         if self.sampling_period_ms < 2 {
             return Err("policy.sampling_period_ms must be at least 2 (ms)".into());
@@ -102,7 +104,8 @@ impl ThermostatConfig {
             return Err(format!(
                 "policy.young_scan_ms must be in [1, sampling_period_ms = {}), got {}",
                 self.sampling_period_ms, self.young_scan_ms
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -486,7 +489,7 @@ impl ThermostatConfig {
 
 /// The registry's view of [`ThermostatConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for ThermostatConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

@@ -64,7 +64,7 @@ impl Default for TppConfig {
 
 impl TppConfig {
     /// Check ranges.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.scan
             .validate()
             .map_err(|e| format!("policy.scan: {e}"))?;
@@ -72,9 +72,10 @@ impl TppConfig {
             return Err(format!(
                 "policy.demote_scale_factor must be in [1, 10000] (1/10000 of the tier), got {}",
                 self.demote_scale_factor
-            ));
+            )
+            .into());
         }
-        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+        self.kswapd.validate().map_err(|e| e.prefixed("policy."))
     }
 }
 
@@ -275,7 +276,7 @@ impl Policy for Tpp {
 
 /// The registry's view of [`TppConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for TppConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

@@ -5,7 +5,7 @@
 
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{MIB, PAGE_SIZE};
+use tierkit_core::{ConfigError, MIB, PAGE_SIZE};
 
 /// One memory tier as configured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,7 +213,9 @@ impl FastSize {
             }
             return Ok(FastSize::Ratio { fast, slow });
         }
-        parse_size(s).map(FastSize::Bytes).map_err(|e| bad(&e))
+        parse_size(s)
+            .map(FastSize::Bytes)
+            .map_err(|e| bad(&e.to_string()))
     }
 
     /// Fast-tier bytes for a footprint.
@@ -229,7 +231,7 @@ impl FastSize {
 
 /// Parse a byte size with an optional binary suffix (`KiB`, `MiB`, `GiB`, `TiB`, or
 /// `K`, `M`, `G`, `T`). Errors are a short reason.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, ConfigError> {
     let s = s.trim();
     let idx = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -245,14 +247,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "g" | "gib" | "gb" => 1 << 30,
         "t" | "tib" | "tb" => 1 << 40,
         other => {
-            return Err(format!(
-                "unknown size unit `{other}` (use KiB, MiB, GiB, TiB)"
-            ))
+            return Err(format!("unknown size unit `{other}` (use KiB, MiB, GiB, TiB)").into())
         }
     };
     let bytes = value * mult as f64;
     if !(bytes.is_finite() && bytes >= 1.0) {
-        return Err(format!("`{s}` must be a positive size"));
+        return Err(format!("`{s}` must be a positive size").into());
     }
     Ok(bytes as u64)
 }
@@ -505,11 +505,11 @@ impl SampleRate {
     }
 
     /// Parse `1`, `1/64` or `0.015625`. Errors say what is valid.
-    pub fn parse(s: &str) -> Result<SampleRate, String> {
+    pub fn parse(s: &str) -> Result<SampleRate, ConfigError> {
         let t = s.trim();
         let denominator = if let Some((a, b)) = t.split_once('/') {
             if a.trim() != "1" {
-                return Err(format!("`{t}`: write the rate as 1/N"));
+                return Err(format!("`{t}`: write the rate as 1/N").into());
             }
             b.trim()
                 .parse::<u64>()
@@ -519,11 +519,11 @@ impl SampleRate {
                 .parse()
                 .map_err(|_| format!("`{t}` is not a number or 1/N"))?;
             if !(x.is_finite() && x > 0.0 && x <= 1.0) {
-                return Err(format!("`{t}` is not in (0, 1]"));
+                return Err(format!("`{t}` is not in (0, 1]").into());
             }
             let n = (1.0 / x).round();
             if (1.0 / n - x).abs() > 1e-12 * x.max(1e-300) * 1e3 {
-                return Err(format!("`{t}` is not 1/N for a whole N"));
+                return Err(format!("`{t}` is not 1/N for a whole N").into());
             }
             n as u64
         };
@@ -534,7 +534,8 @@ impl SampleRate {
             return Err(format!(
                 "`{t}`: N in 1/N must be a power of two from 1 to {}",
                 Self::MAX_DENOMINATOR
-            ));
+            )
+            .into());
         }
         Ok(SampleRate {
             denominator: denominator as u32,

@@ -49,7 +49,7 @@
 use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::graph::engine::{access_range, Counter, Sink};
@@ -115,13 +115,14 @@ impl Default for BtreeConfig {
 
 impl BtreeConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "nr_keys", self.nr_keys)?;
         if self.order != 6 {
             return Err(format!(
                 "{NAME}.order must be 6 (the modelled fill frequencies are order 6's), got {}",
                 self.order
-            ));
+            )
+            .into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         if common::scaled(self.nr_keys, self.scale) > u32::MAX as u64 {
@@ -129,7 +130,8 @@ impl BtreeConfig {
                 "{NAME}.nr_keys × scale must be at most {}, got {}",
                 u32::MAX,
                 common::scaled(self.nr_keys, self.scale)
-            ));
+            )
+            .into());
         }
         common::check_footprint(NAME, "nr_keys", self.nr_keys as f64 * self.scale * 180.0)
     }
@@ -670,7 +672,7 @@ mod tests {
             let mut c = BtreeConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_keys = 0, "nr_keys");
         bad(&|c| c.nr_keys = 1 << 40, "nr_keys");

@@ -72,7 +72,9 @@ use std::collections::VecDeque;
 use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE};
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE,
+};
 
 use crate::common;
 use crate::layout::{Layout, Mapping};
@@ -169,50 +171,56 @@ impl Default for CachelibConfig {
 
 impl CachelibConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "cache_mib", self.cache_mib)?;
         common::check_positive(NAME, "nr_objects", self.nr_objects)?;
         if !(self.popularity_theta > 0.0 && self.popularity_theta < 1.0) {
             return Err(format!(
                 "{NAME}.popularity_theta must be in (0, 1), got {}",
                 self.popularity_theta
-            ));
+            )
+            .into());
         }
         if !(0.0..1.0).contains(&self.one_hit_wonder_ratio) {
             return Err(format!(
                 "{NAME}.one_hit_wonder_ratio must be in [0, 1), got {}",
                 self.one_hit_wonder_ratio
-            ));
+            )
+            .into());
         }
         if !(u64::from(MIN_ALLOC_BYTES)..=SLAB_BYTES).contains(&self.max_object_bytes) {
             return Err(format!(
                 "{NAME}.max_object_bytes must be in [{MIN_ALLOC_BYTES}, {SLAB_BYTES}], got {}",
                 self.max_object_bytes
-            ));
+            )
+            .into());
         }
         if !(u64::from(MIN_ALLOC_BYTES)..=self.max_object_bytes).contains(&self.min_object_bytes) {
             return Err(format!(
                 "{NAME}.min_object_bytes must be in [{MIN_ALLOC_BYTES}, max_object_bytes = {}], got {}",
                 self.max_object_bytes, self.min_object_bytes
-            ));
+            ).into());
         }
         if !(self.size_pareto_alpha > 0.0 && self.size_pareto_alpha <= 10.0) {
             return Err(format!(
                 "{NAME}.size_pareto_alpha must be in (0, 10], got {}",
                 self.size_pareto_alpha
-            ));
+            )
+            .into());
         }
         if !(self.alloc_factor > 1.0 && self.alloc_factor <= 4.0) {
             return Err(format!(
                 "{NAME}.alloc_factor must be in (1, 4], got {}",
                 self.alloc_factor
-            ));
+            )
+            .into());
         }
         if !(1..=64).contains(&self.read_lines) {
             return Err(format!(
                 "{NAME}.read_lines must be in [1, 64], got {}",
                 self.read_lines
-            ));
+            )
+            .into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         let cache_bytes = self.cache_mib as f64 * self.scale * (1u64 << 20) as f64;
@@ -223,7 +231,7 @@ impl CachelibConfig {
                 "{NAME}.cache_mib × scale must give at least one 4 MiB slab per thread ({} MiB), got {:.1} MiB",
                 4 * self.nr_threads,
                 cache_bytes / (1u64 << 20) as f64
-            ));
+            ).into());
         }
         common::check_footprint(
             NAME,
@@ -1102,7 +1110,7 @@ mod tests {
             let mut c = CachelibConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.cache_mib = 0, "cache_mib");
         bad(&|c| c.cache_mib = 3, "cache_mib");

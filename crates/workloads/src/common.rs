@@ -2,6 +2,7 @@
 //! checks behind every `validate()`.
 
 use rand::RngCore;
+use tierkit_core::ConfigError;
 use tierkit_core::{GIB, PAGE_SIZE};
 
 /// Largest footprint a generator accepts. Keeps every address of the bump layout
@@ -66,29 +67,29 @@ pub(crate) fn scaled_bytes_from_mib(mib: u64, scale: f64) -> u64 {
 }
 
 /// Check a value lies in `[0, 1]`.
-pub(crate) fn check_unit(workload: &str, field: &str, v: f64) -> Result<(), String> {
+pub(crate) fn check_unit(workload: &str, field: &str, v: f64) -> Result<(), ConfigError> {
     if (0.0..=1.0).contains(&v) {
         Ok(())
     } else {
-        Err(format!("{workload}.{field} must be in [0, 1], got {v}"))
+        Err(format!("{workload}.{field} must be in [0, 1], got {v}").into())
     }
 }
 
 /// Check a value lies in `(0, 1]`.
-pub(crate) fn check_unit_nonzero(workload: &str, field: &str, v: f64) -> Result<(), String> {
+pub(crate) fn check_unit_nonzero(workload: &str, field: &str, v: f64) -> Result<(), ConfigError> {
     if v > 0.0 && v <= 1.0 {
         Ok(())
     } else {
-        Err(format!("{workload}.{field} must be in (0, 1], got {v}"))
+        Err(format!("{workload}.{field} must be in (0, 1], got {v}").into())
     }
 }
 
 /// Check an integer size is at least 1.
-pub(crate) fn check_positive(workload: &str, field: &str, v: u64) -> Result<(), String> {
+pub(crate) fn check_positive(workload: &str, field: &str, v: u64) -> Result<(), ConfigError> {
     if v >= 1 {
         Ok(())
     } else {
-        Err(format!("{workload}.{field} must be >= 1, got {v}"))
+        Err(format!("{workload}.{field} must be >= 1, got {v}").into())
     }
 }
 
@@ -98,27 +99,26 @@ pub(crate) fn check_common(
     scale: f64,
     nr_threads: u32,
     mlp: f64,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     if !(scale > 0.0 && scale <= MAX_SCALE) {
-        return Err(format!(
-            "{workload}.scale must be in (0, {MAX_SCALE}], got {scale}"
-        ));
+        return Err(format!("{workload}.scale must be in (0, {MAX_SCALE}], got {scale}").into());
     }
     if !(1..=MAX_THREADS).contains(&nr_threads) {
         return Err(format!(
             "{workload}.nr_threads must be in [1, {MAX_THREADS}], got {nr_threads}"
-        ));
+        )
+        .into());
     }
     let (lo, hi) = MLP_RANGE;
     if !(mlp >= lo && mlp <= hi) {
-        return Err(format!("{workload}.mlp must be in [{lo}, {hi}], got {mlp}"));
+        return Err(format!("{workload}.mlp must be in [{lo}, {hi}], got {mlp}").into());
     }
     Ok(())
 }
 
 /// Check the scaled footprint stays within [`MAX_FOOTPRINT_BYTES`]; `field` names the
 /// size parameter to blame.
-pub(crate) fn check_footprint(workload: &str, field: &str, bytes: f64) -> Result<(), String> {
+pub(crate) fn check_footprint(workload: &str, field: &str, bytes: f64) -> Result<(), ConfigError> {
     if bytes <= MAX_FOOTPRINT_BYTES as f64 {
         Ok(())
     } else {
@@ -126,7 +126,8 @@ pub(crate) fn check_footprint(workload: &str, field: &str, bytes: f64) -> Result
             "{workload}.{field} × scale gives a {:.0} GiB footprint; it must be at most {} GiB",
             bytes / GIB as f64,
             MAX_FOOTPRINT_BYTES / GIB
-        ))
+        )
+        .into())
     }
 }
 

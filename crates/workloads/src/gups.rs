@@ -26,7 +26,9 @@
 use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE,
+};
 
 use crate::common::{self, below};
 use crate::kept::{push_kept_page_writes, skip_to_kept, unit_f64, KeptElements};
@@ -85,7 +87,7 @@ impl Default for GupsConfig {
 
 impl GupsConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "footprint_mib", self.footprint_mib)?;
         common::check_unit(NAME, "hot_probability", self.hot_probability)?;
         common::check_unit_nonzero(NAME, "hot_fraction", self.hot_fraction)?;
@@ -95,7 +97,8 @@ impl GupsConfig {
                 "{NAME}.hot_offset_fraction must be in [0, 1 - hot_fraction] = [0, {}], got {}",
                 1.0 - self.hot_fraction,
                 self.hot_offset_fraction
-            ));
+            )
+            .into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         common::check_footprint(
@@ -482,7 +485,7 @@ mod tests {
             let mut c = GupsConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.footprint_mib = 0, "footprint_mib");
         bad(&|c| c.hot_probability = 1.5, "hot_probability");

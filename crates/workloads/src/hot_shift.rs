@@ -37,7 +37,9 @@
 use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE};
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE,
+};
 
 use crate::common::{self, below};
 use crate::layout::{Layout, Mapping};
@@ -94,19 +96,21 @@ impl Default for HotShiftConfig {
 
 impl HotShiftConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "footprint_mib", self.footprint_mib)?;
         if !(1..=1000).contains(&self.nr_positions) {
             return Err(format!(
                 "{NAME}.nr_positions must be in [1, 1000], got {}",
                 self.nr_positions
-            ));
+            )
+            .into());
         }
         if !(1..=1000).contains(&self.nr_cycles) {
             return Err(format!(
                 "{NAME}.nr_cycles must be in [1, 1000], got {}",
                 self.nr_cycles
-            ));
+            )
+            .into());
         }
         common::check_unit(NAME, "read_ratio", self.read_ratio)?;
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
@@ -348,7 +352,7 @@ mod tests {
             let mut c = HotShiftConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.footprint_mib = 0, "footprint_mib");
         bad(&|c| c.nr_positions = 0, "nr_positions");

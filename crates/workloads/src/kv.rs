@@ -14,6 +14,7 @@
 //! of the record array holds some record's first line, so the load still
 //! first-touches every page in address order — which is all that placement depends on.
 
+use tierkit_core::ConfigError;
 use tierkit_core::{Op, VmaKind, CACHE_LINE, PAGE_SIZE};
 
 use crate::common;
@@ -82,13 +83,13 @@ impl KvStore {
 }
 
 /// Check `record_bytes` is a multiple of 64 in `[64, 4096]`.
-pub(crate) fn check_record_bytes(workload: &str, record_bytes: u64) -> Result<(), String> {
+pub(crate) fn check_record_bytes(workload: &str, record_bytes: u64) -> Result<(), ConfigError> {
     if (CACHE_LINE..=PAGE_SIZE).contains(&record_bytes) && record_bytes.is_multiple_of(CACHE_LINE) {
         Ok(())
     } else {
         Err(format!(
             "{workload}.record_bytes must be a multiple of {CACHE_LINE} in [{CACHE_LINE}, {PAGE_SIZE}], got {record_bytes}"
-        ))
+        ).into())
     }
 }
 

@@ -32,7 +32,7 @@
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, Workload};
+use tierkit_core::{ConfigError, Op, Workload};
 
 pub mod btree;
 pub mod cachelib;
@@ -269,7 +269,7 @@ impl WorkloadConfig {
 
     /// Check every field; the error is one line naming the bad field
     /// (`workload.field`) and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         match self {
             WorkloadConfig::Gups(c) => c.validate(),
             WorkloadConfig::ZipfKv(c) => c.validate(),

@@ -45,7 +45,7 @@
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::graph::engine::{self, ParFor, Program, Runner, Schedule, Sink, Stream};
@@ -108,26 +108,28 @@ impl Default for LiblinearConfig {
 
 impl LiblinearConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "nr_rows", self.nr_rows)?;
         common::check_positive(NAME, "nr_features", self.nr_features)?;
         if !(1..=100_000).contains(&self.avg_nnz_per_row) {
             return Err(format!(
                 "{NAME}.avg_nnz_per_row must be in [1, 100000], got {}",
                 self.avg_nnz_per_row
-            ));
+            )
+            .into());
         }
         if !(self.feature_theta > 0.0 && self.feature_theta < 1.0) {
             return Err(format!(
                 "{NAME}.feature_theta must be in (0, 1), got {}",
                 self.feature_theta
-            ));
+            )
+            .into());
         }
         if self.nr_epochs == 0 {
-            return Err(format!("{NAME}.nr_epochs must be >= 1, got 0"));
+            return Err(format!("{NAME}.nr_epochs must be >= 1, got 0").into());
         }
         if !(self.cost > 0.0 && self.cost.is_finite()) {
-            return Err(format!("{NAME}.cost must be > 0, got {}", self.cost));
+            return Err(format!("{NAME}.cost must be > 0, got {}", self.cost).into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         let rows = self.nr_rows as f64 * self.scale;
@@ -135,7 +137,7 @@ impl LiblinearConfig {
         if nnz > u32::MAX as f64 || self.nr_features as f64 * self.scale > i32::MAX as f64 {
             return Err(format!(
                 "{NAME}.nr_rows × avg_nnz_per_row and nr_features (× scale) must fit LIBLINEAR's int indices"
-            ));
+            ).into());
         }
         common::check_footprint(
             NAME,
@@ -734,7 +736,7 @@ mod tests {
             let mut c = LiblinearConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_rows = 0, "nr_rows");
         bad(&|c| c.nr_features = 0, "nr_features");

@@ -30,7 +30,7 @@
 //! reports keep members apart even when two run the same workload.
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, Workload, WorkloadShape};
+use tierkit_core::{ConfigError, Op, ProcessShape, Workload, WorkloadShape};
 
 use crate::common;
 use crate::WorkloadConfig;
@@ -75,11 +75,11 @@ fn scale_of(c: &WorkloadConfig) -> Option<f64> {
 }
 
 /// Set a member's `scale` (see [`scale_of`]).
-fn set_scale(c: &mut WorkloadConfig, scale: f64) -> Result<(), String> {
+fn set_scale(c: &mut WorkloadConfig, scale: f64) -> Result<(), ConfigError> {
     let mut v = serde_json::to_value(&*c).map_err(|e| e.to_string())?;
     match v.get_mut("scale") {
         Some(s) => *s = serde_json::json!(scale),
-        None => return Err(format!("workload {} has no scale field", c.name())),
+        None => return Err(format!("workload {} has no scale field", c.name()).into()),
     }
     *c = serde_json::from_value(v).map_err(|e| e.to_string())?;
     Ok(())
@@ -88,19 +88,21 @@ fn set_scale(c: &mut WorkloadConfig, scale: f64) -> Result<(), String> {
 impl MixConfig {
     /// Check every field and every member; the error names the field
     /// (`mix.members[k]: …` for a member's own error).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=64).contains(&self.members.len()) {
             return Err(format!(
                 "{NAME}.members must have 1 to 64 workloads, got {}",
                 self.members.len()
-            ));
+            )
+            .into());
         }
         if !(self.scale > 0.0 && self.scale <= common::MAX_SCALE) {
             return Err(format!(
                 "{NAME}.scale must be in (0, {}], got {}",
                 common::MAX_SCALE,
                 self.scale
-            ));
+            )
+            .into());
         }
         for (k, m) in self.members.iter().enumerate() {
             let member = self
@@ -115,7 +117,7 @@ impl MixConfig {
     }
 
     /// Member `k` with the mix's `scale` applied.
-    pub fn scaled_member(&self, k: usize) -> Result<WorkloadConfig, String> {
+    pub fn scaled_member(&self, k: usize) -> Result<WorkloadConfig, ConfigError> {
         let mut m = self.members[k].clone();
         if self.scale != 1.0 {
             let s =
@@ -344,7 +346,7 @@ mod tests {
             let mut c = MixConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.members.clear(), "mix.members");
         bad(&|c| c.scale = 0.0, "mix.scale");

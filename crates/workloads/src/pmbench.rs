@@ -30,7 +30,9 @@ use rand::distributions::{Bernoulli, Distribution};
 use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE,
+};
 
 use crate::common::{self, below};
 use crate::kept::{push_kept_page_writes, skip_to_kept, AliasTable, KeptElements};
@@ -99,14 +101,15 @@ impl Default for PmbenchConfig {
 
 impl PmbenchConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "footprint_mib", self.footprint_mib)?;
         common::check_unit_nonzero(NAME, "stddev_fraction", self.stddev_fraction)?;
         if !(1..=PAGE_SIZE).contains(&self.stride_bytes) {
             return Err(format!(
                 "{NAME}.stride_bytes must be in [1, {PAGE_SIZE}], got {}",
                 self.stride_bytes
-            ));
+            )
+            .into());
         }
         common::check_unit(NAME, "read_ratio", self.read_ratio)?;
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
@@ -611,7 +614,7 @@ mod tests {
             let mut c = PmbenchConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.footprint_mib = 0, "footprint_mib");
         bad(&|c| c.stddev_fraction = 0.0, "stddev_fraction");

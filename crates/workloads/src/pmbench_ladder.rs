@@ -33,7 +33,7 @@
 //! page walks and pmbench's timing included, which the simulator does not model.)
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, Workload, WorkloadShape};
+use tierkit_core::{ConfigError, Op, ProcessShape, Workload, WorkloadShape};
 
 use crate::common;
 use crate::pmbench::{Pmbench, PmbenchConfig, PmbenchPattern};
@@ -93,31 +93,33 @@ impl Default for PmbenchLadderConfig {
 
 impl PmbenchLadderConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=1024).contains(&self.nr_processes) {
             return Err(format!(
                 "{NAME}.nr_processes must be in [1, 1024], got {}",
                 self.nr_processes
-            ));
+            )
+            .into());
         }
         common::check_positive(NAME, "process_footprint_mib", self.process_footprint_mib)?;
         if self.delay_step_cycles > 1_000_000 {
             return Err(format!(
                 "{NAME}.delay_step_cycles must be in [0, 1000000], got {}",
                 self.delay_step_cycles
-            ));
+            )
+            .into());
         }
         if !(0.1..=10.0).contains(&self.cpu_ghz) {
-            return Err(format!(
-                "{NAME}.cpu_ghz must be in [0.1, 10], got {}",
-                self.cpu_ghz
-            ));
+            return Err(
+                format!("{NAME}.cpu_ghz must be in [0.1, 10], got {}", self.cpu_ghz).into(),
+            );
         }
         if !(1.0..=100_000.0).contains(&self.ref_access_ns) {
             return Err(format!(
                 "{NAME}.ref_access_ns must be in [1, 100000], got {}",
                 self.ref_access_ns
-            ));
+            )
+            .into());
         }
         common::check_unit(NAME, "read_ratio", self.read_ratio)?;
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
@@ -125,7 +127,7 @@ impl PmbenchLadderConfig {
             return Err(format!(
                 "{NAME}.delay_step_cycles × (nr_processes - 1) / cpu_ghz must fit in a u32 of ns, got {:.0} ns",
                 self.delay_ns(self.nr_processes - 1)
-            ));
+            ).into());
         }
         common::check_footprint(
             NAME,
@@ -328,7 +330,7 @@ mod tests {
             let mut c = PmbenchLadderConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_processes = 0, "nr_processes");
         bad(&|c| c.process_footprint_mib = 0, "process_footprint_mib");

@@ -51,7 +51,7 @@
 //! step.
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::graph::engine::{self, ParFor, Program, Runner, Schedule, Sink, Stream};
@@ -393,19 +393,16 @@ fn check_grid(
     scale: f64,
     nr_threads: u32,
     mlp: f64,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     for (field, v) in dims {
         if !(3..=1 << 20).contains(&v) {
-            return Err(format!("{name}.{field} must be in [3, 1048576], got {v}"));
+            return Err(format!("{name}.{field} must be in [3, 1048576], got {v}").into());
         }
     }
     common::check_common(name, scale, nr_threads, mlp)?;
     let scaled = (dims[2].1 as f64 * scale).round();
     if scaled < 3.0 {
-        return Err(format!(
-            "{name}.{} × scale must be >= 3, got {scaled}",
-            dims[2].0
-        ));
+        return Err(format!("{name}.{} × scale must be >= 3, got {scaled}", dims[2].0).into());
     }
     Ok(())
 }
@@ -467,7 +464,7 @@ impl Default for BwavesConfig {
 
 impl BwavesConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_grid(
             BWAVES,
             [("nx", self.nx), ("ny", self.ny), ("nz", self.nz)],
@@ -476,17 +473,18 @@ impl BwavesConfig {
             self.mlp,
         )?;
         if self.nr_steps == 0 {
-            return Err(format!("{BWAVES}.nr_steps must be >= 1, got 0"));
+            return Err(format!("{BWAVES}.nr_steps must be >= 1, got 0").into());
         }
         if self.solver_iterations == 0 {
-            return Err(format!("{BWAVES}.solver_iterations must be >= 1, got 0"));
+            return Err(format!("{BWAVES}.solver_iterations must be >= 1, got 0").into());
         }
         let points = self.nx as f64 * self.ny as f64 * self.nz as f64 * self.scale;
         if points / (self.nr_threads as f64) < (self.nx * self.ny) as f64 {
             return Err(format!(
                 "{BWAVES}.nr_threads must be at most the number of k-planes (nz × scale), got {}",
                 self.nr_threads
-            ));
+            )
+            .into());
         }
         common::check_footprint(BWAVES, "nz", points * (7 * BLOCK25 + 9 * VEC5) as f64)
     }
@@ -690,7 +688,7 @@ impl Default for RomsConfig {
 
 impl RomsConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_grid(
             ROMS,
             [
@@ -707,20 +705,22 @@ impl RomsConfig {
                 "{ROMS}.nr_3d_arrays must be {} (the arrays the modelled kernels use), got {}",
                 ROMS_3D.len(),
                 self.nr_3d_arrays
-            ));
+            )
+            .into());
         }
         if self.nr_2d_arrays != ROMS_2D.len() as u32 {
             return Err(format!(
                 "{ROMS}.nr_2d_arrays must be {}, got {}",
                 ROMS_2D.len(),
                 self.nr_2d_arrays
-            ));
+            )
+            .into());
         }
         if self.ndtfast == 0 {
-            return Err(format!("{ROMS}.ndtfast must be >= 1, got 0"));
+            return Err(format!("{ROMS}.ndtfast must be >= 1, got 0").into());
         }
         if self.nr_steps == 0 {
-            return Err(format!("{ROMS}.nr_steps must be >= 1, got 0"));
+            return Err(format!("{ROMS}.nr_steps must be >= 1, got 0").into());
         }
         let plane = self.lm as f64 * self.mm as f64 * self.scale;
         common::check_footprint(
@@ -1179,7 +1179,7 @@ mod tests {
             let mut c = BwavesConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad_b(&|c| c.nx = 2, "nx");
         bad_b(&|c| c.ny = 0, "ny");
@@ -1200,7 +1200,7 @@ mod tests {
             let mut c = RomsConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad_r(&|c| c.lm = 1, "lm");
         bad_r(&|c| c.n_levels = 2, "n_levels");

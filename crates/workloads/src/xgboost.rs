@@ -50,7 +50,7 @@ use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::graph::engine::{self, ParFor, Program, Runner, Schedule, Sink, Stream, LINE_BYTES};
@@ -112,28 +112,29 @@ impl Default for XgboostConfig {
 
 impl XgboostConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "nr_rows", self.nr_rows)?;
         if !(1..=65_536).contains(&self.nr_features) {
             return Err(format!(
                 "{NAME}.nr_features must be in [1, 65536], got {}",
                 self.nr_features
-            ));
+            )
+            .into());
         }
         if !(2..=65_536).contains(&self.max_bin) {
-            return Err(format!(
-                "{NAME}.max_bin must be in [2, 65536], got {}",
-                self.max_bin
-            ));
+            return Err(
+                format!("{NAME}.max_bin must be in [2, 65536], got {}", self.max_bin).into(),
+            );
         }
         if !(1..=16).contains(&self.max_depth) {
             return Err(format!(
                 "{NAME}.max_depth must be in [1, 16], got {}",
                 self.max_depth
-            ));
+            )
+            .into());
         }
         if self.nr_rounds == 0 {
-            return Err(format!("{NAME}.nr_rounds must be >= 1, got 0"));
+            return Err(format!("{NAME}.nr_rounds must be >= 1, got 0").into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         let rows = self.nr_rows as f64 * self.scale;
@@ -141,7 +142,8 @@ impl XgboostConfig {
             return Err(format!(
                 "{NAME}.nr_rows × scale must be at most {}, got {rows}",
                 u32::MAX
-            ));
+            )
+            .into());
         }
         let hist = self.nr_features as f64 * self.max_bin as f64 * BIN_BYTES as f64;
         common::check_footprint(
@@ -817,7 +819,7 @@ mod tests {
             let mut c = XgboostConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_rows = 0, "nr_rows");
         bad(&|c| c.nr_features = 0, "nr_features");

@@ -47,7 +47,7 @@ use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::graph::engine::{access_range, Counter, Sink, Stream};
@@ -107,12 +107,13 @@ impl Default for XsbenchConfig {
 
 impl XsbenchConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(NUM_NUCS[0]..=100_000).contains(&self.n_isotopes) {
             return Err(format!(
                 "{NAME}.n_isotopes must be in [{}, 100000], got {}",
                 NUM_NUCS[0], self.n_isotopes
-            ));
+            )
+            .into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         let g = common::scaled(self.n_gridpoints, self.scale);
@@ -120,13 +121,14 @@ impl XsbenchConfig {
             return Err(format!(
                 "{NAME}.n_gridpoints × scale must be >= 2, got {}",
                 self.n_gridpoints as f64 * self.scale
-            ));
+            )
+            .into());
         }
         let union = g as f64 * self.n_isotopes as f64;
         if union > i32::MAX as f64 {
             return Err(format!(
                 "{NAME}.n_gridpoints × scale × n_isotopes must fit XSBench's int indices, got {union}"
-            ));
+            ).into());
         }
         common::check_footprint(
             NAME,
@@ -658,7 +660,7 @@ mod tests {
             let mut c = XsbenchConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.n_isotopes = 100, "n_isotopes");
         bad(&|c| c.n_gridpoints = 1, "n_gridpoints");

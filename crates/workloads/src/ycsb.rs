@@ -61,7 +61,7 @@
 use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE};
+use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE};
 
 use crate::common;
 use crate::kv::{self, KvStore, BUCKET_BYTES};
@@ -192,22 +192,20 @@ impl Default for YcsbConfig {
 
 impl YcsbConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "nr_records", self.nr_records)?;
         kv::check_record_bytes(NAME, self.record_bytes)?;
         kv::check_lines_per_op(NAME, self.lines_per_op, self.record_bytes)?;
         if !(self.theta > 0.0 && self.theta < 1.0) {
-            return Err(format!(
-                "{NAME}.theta must be in (0, 1), got {}",
-                self.theta
-            ));
+            return Err(format!("{NAME}.theta must be in (0, 1), got {}", self.theta).into());
         }
         if !(1..=common::MAX_FOOTPRINT_BYTES >> 20).contains(&self.insert_chunk_mib) {
             return Err(format!(
                 "{NAME}.insert_chunk_mib must be in [1, {}], got {}",
                 common::MAX_FOOTPRINT_BYTES >> 20,
                 self.insert_chunk_mib
-            ));
+            )
+            .into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         let per_record = (self.record_bytes + BUCKET_BYTES) as f64 * self.scale;
@@ -899,7 +897,7 @@ mod tests {
             let mut c = YcsbConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_records = 0, "nr_records");
         bad(&|c| c.record_bytes = 100, "record_bytes");

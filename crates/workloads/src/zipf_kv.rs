@@ -18,7 +18,9 @@
 use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, ProcessShape, RegionSampler, Workload, WorkloadShape, CACHE_LINE};
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, RegionSampler, Workload, WorkloadShape, CACHE_LINE,
+};
 
 use crate::common;
 use crate::kept::{skip_to_kept, AliasTable};
@@ -90,15 +92,12 @@ impl Default for ZipfKvConfig {
 
 impl ZipfKvConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         common::check_positive(NAME, "nr_records", self.nr_records)?;
         kv::check_record_bytes(NAME, self.record_bytes)?;
         kv::check_lines_per_op(NAME, self.lines_per_op, self.record_bytes)?;
         if !(self.theta > 0.0 && self.theta < 1.0) {
-            return Err(format!(
-                "{NAME}.theta must be in (0, 1), got {}",
-                self.theta
-            ));
+            return Err(format!("{NAME}.theta must be in (0, 1), got {}", self.theta).into());
         }
         common::check_unit(NAME, "read_proportion", self.read_proportion)?;
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
@@ -557,7 +556,7 @@ mod tests {
             let mut c = ZipfKvConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_records = 0, "nr_records");
         bad(&|c| c.record_bytes = 0, "record_bytes");

@@ -50,7 +50,7 @@ impl ChronoConfig {
 
 /// The registry's view of [`ChronoConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for ChronoConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 
@@ -265,7 +265,7 @@ impl Default for ChronoConfig {
 
 impl ChronoConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let pos = |name: &str, v: u64| {
             if v == 0 {
                 Err(format!("policy.{name} must be at least 1, got 0"))
@@ -290,13 +290,15 @@ impl ChronoConfig {
             return Err(format!(
                 "policy.scan_period_min_ms must be in [1, scan_period_ms = {}], got {}",
                 self.scan_period_ms, self.scan_period_min_ms
-            ));
+            )
+            .into());
         }
         if !(1..=8).contains(&self.filter_rounds) {
             return Err(format!(
                 "policy.filter_rounds must be in [1, 8], got {}",
                 self.filter_rounds
-            ));
+            )
+            .into());
         }
         range(
             "min_threshold_ms",
@@ -340,7 +342,8 @@ impl ChronoConfig {
             return Err(format!(
                 "policy.nr_buckets must be in [2, 48], got {}",
                 self.nr_buckets
-            ));
+            )
+            .into());
         }
         pos("dcsc_interval_ms", self.dcsc_interval_ms)?;
         pos("dcsc_window_rounds", self.dcsc_window_rounds as u64)?;
@@ -364,7 +367,7 @@ impl ChronoConfig {
         pos("promote_burst_ms", self.promote_burst_ms)?;
         pos("queue_capacity_ms", self.queue_capacity_ms)?;
         range("write_bias", self.write_bias, 1.0, f64::MAX, false)?;
-        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+        self.kswapd.validate().map_err(|e| e.prefixed("policy."))
     }
 
     /// The NUMA-balancing scanner settings of the Ticking-scan.

@@ -104,12 +104,24 @@ fn config_defaults_are_the_papers_and_validate_names_the_field() {
         f(&mut c);
         c.validate().unwrap_err()
     };
-    assert!(bad(|c| c.filter_rounds = 0).contains("policy.filter_rounds must be in [1, 8]"));
-    assert!(bad(|c| c.delta_step = 0.0).contains("policy.delta_step"));
-    assert!(bad(|c| c.cit_threshold_ms = 0.5).contains("policy.cit_threshold_ms"));
-    assert!(bad(|c| c.victim_percent = 0.0).contains("policy.victim_percent"));
-    assert!(bad(|c| c.scan_period_min_ms = 70_000).contains("policy.scan_period_min_ms"));
-    assert!(bad(|c| c.thrash_ratio_percent = 120.0).contains("policy.thrash_ratio_percent"));
+    assert!(bad(|c| c.filter_rounds = 0)
+        .to_string()
+        .contains("policy.filter_rounds must be in [1, 8]"));
+    assert!(bad(|c| c.delta_step = 0.0)
+        .to_string()
+        .contains("policy.delta_step"));
+    assert!(bad(|c| c.cit_threshold_ms = 0.5)
+        .to_string()
+        .contains("policy.cit_threshold_ms"));
+    assert!(bad(|c| c.victim_percent = 0.0)
+        .to_string()
+        .contains("policy.victim_percent"));
+    assert!(bad(|c| c.scan_period_min_ms = 70_000)
+        .to_string()
+        .contains("policy.scan_period_min_ms"));
+    assert!(bad(|c| c.thrash_ratio_percent = 120.0)
+        .to_string()
+        .contains("policy.thrash_ratio_percent"));
 }
 
 // ----- Gaussian pmbench (§5.1.2, §5.1.4, §5.4) ---------------------------------------

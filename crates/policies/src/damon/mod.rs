@@ -142,7 +142,7 @@ impl Default for DamonAttrs {
 
 impl DamonAttrs {
     /// Check ranges as `damon_set_attrs` does; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.sample_us == 0 {
             return Err("sample_us must be at least 1".into());
         }
@@ -150,7 +150,8 @@ impl DamonAttrs {
             return Err(format!(
                 "aggr_us ({}) must be at least sample_us ({})",
                 self.aggr_us, self.sample_us
-            ));
+            )
+            .into());
         }
         if self.ops_update_us == 0 {
             return Err("ops_update_us must be at least 1".into());
@@ -159,13 +160,15 @@ impl DamonAttrs {
             return Err(format!(
                 "min_nr_regions must be at least 3, got {}",
                 self.min_nr_regions
-            ));
+            )
+            .into());
         }
         if self.max_nr_regions < self.min_nr_regions {
             return Err(format!(
                 "max_nr_regions ({}) must be at least min_nr_regions ({})",
                 self.max_nr_regions, self.min_nr_regions
-            ));
+            )
+            .into());
         }
         let g = &self.intervals_goal;
         if g.aggrs > 0 {
@@ -173,19 +176,21 @@ impl DamonAttrs {
                 return Err(format!(
                     "intervals_goal.access_bp must be in 1..=10000, got {}",
                     g.access_bp
-                ));
+                )
+                .into());
             }
             if g.min_sample_us == 0 || g.min_sample_us > g.max_sample_us {
                 return Err(format!(
                     "intervals_goal needs 0 < min_sample_us ({}) <= max_sample_us ({})",
                     g.min_sample_us, g.max_sample_us
-                ));
+                )
+                .into());
             }
             if self.sample_us < g.min_sample_us || self.sample_us > g.max_sample_us {
                 return Err(format!(
                     "sample_us ({}) must lie in intervals_goal [min_sample_us, max_sample_us] = [{}, {}]",
                     self.sample_us, g.min_sample_us, g.max_sample_us
-                ));
+                ).into());
             }
         }
         Ok(())

@@ -123,12 +123,12 @@ impl Default for FreqTierConfig {
 
 impl FreqTierConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let range = |name: &str, v: f64, lo: f64, hi: f64| {
             if v.is_finite() && v >= lo && v <= hi {
                 Ok(())
             } else {
-                Err(format!("policy.{name} must be in {lo}..={hi}, got {v}"))
+                Err(ConfigError::out_of_range(format!("policy.{name}"), lo, hi, v))
             }
         };
         range("cbf_hashes", self.cbf_hashes as f64, 1.0, 8.0)?;
@@ -136,7 +136,8 @@ impl FreqTierConfig {
             return Err(format!(
                 "policy.cbf_false_positive_rate must be in (0, 0.5], got {}",
                 self.cbf_false_positive_rate
-            ));
+            )
+            .into());
         }
         range(
             "aging_samples_per_fast_page",
@@ -164,7 +165,7 @@ impl FreqTierConfig {
             return Err(format!(
                 "policy.sampling_levels_hz must be a non-empty, strictly decreasing list of rates ≥ 1 Hz, got {:?}",
                 self.sampling_levels_hz
-            ));
+            ).into());
         }
         range("counters_per_cpu", self.counters_per_cpu as f64, 1.0, 8.0)?;
         range("sampling_cpus", self.sampling_cpus as f64, 1.0, 1024.0)?;
@@ -194,7 +195,7 @@ impl FreqTierConfig {
             return Err(format!(
                 "policy.demoting_wmark_pct must be above promoting_wmark_pct ({}) and at most 50, got {}",
                 self.promoting_wmark_pct, self.demoting_wmark_pct
-            ));
+            ).into());
         }
         range(
             "pagemap_batch_pages",

@@ -591,7 +591,7 @@ impl FreqTierConfig {
 
 /// The registry's view of [`FreqTierConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for FreqTierConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

@@ -23,7 +23,7 @@ fn invalid_settings_name_the_field() {
         let mut c = FreqTierConfig::default();
         f(&mut c);
         let e = c.validate().unwrap_err();
-        assert!(e.contains(field), "{e}");
+        assert!(e.to_string().contains(field), "{e}");
     };
     bad(|c| c.cbf_hashes = 9, "cbf_hashes");
     bad(

@@ -44,7 +44,7 @@ impl MemtisConfig {
 
 /// The registry's view of [`MemtisConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for MemtisConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 
@@ -187,7 +187,7 @@ impl Default for MemtisConfig {
 
 impl MemtisConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let at_least = |name: &str, v: u64, min: u64| {
             if v < min {
                 Err(format!("policy.{name} must be at least {min}, got {v}"))
@@ -207,10 +207,7 @@ impl MemtisConfig {
             }
         };
         if !(2..=32).contains(&self.nr_bins) {
-            return Err(format!(
-                "policy.nr_bins must be in 2..=32, got {}",
-                self.nr_bins
-            ));
+            return Err(format!("policy.nr_bins must be in 2..=32, got {}", self.nr_bins).into());
         }
         for (name, l) in [
             ("load_period_ladder_events", &self.load_period_ladder_events),
@@ -222,7 +219,7 @@ impl MemtisConfig {
             if l.is_empty() || l[0] == 0 || l.windows(2).any(|w| w[0] >= w[1]) {
                 return Err(format!(
                     "policy.{name} must be a non-empty, strictly increasing list of periods ≥ 1, got {l:?}"
-                ));
+                ).into());
             }
         }
         within("cpu_budget_pct", self.cpu_budget_pct, 0.0, true, 100.0)?;
@@ -233,7 +230,8 @@ impl MemtisConfig {
             return Err(format!(
                 "policy.cpu_hysteresis_pct must be in [0, cpu_budget_pct = {}), got {}",
                 self.cpu_budget_pct, self.cpu_hysteresis_pct
-            ));
+            )
+            .into());
         }
         within(
             "cpu_ema_new_weight",
@@ -251,7 +249,8 @@ impl MemtisConfig {
             return Err(format!(
                 "policy.initial_hot_bin must be in 0..{} (nr_bins), got {}",
                 self.nr_bins, self.initial_hot_bin
-            ));
+            )
+            .into());
         }
         at_least("kmigrated_interval_ms", self.kmigrated_interval_ms, 1)?;
         within(
@@ -288,7 +287,8 @@ impl MemtisConfig {
             return Err(format!(
                 "policy.scan_entry_ns must be in 0..=10000, got {}",
                 self.scan_entry_ns
-            ));
+            )
+            .into());
         }
         Ok(())
     }

@@ -365,7 +365,11 @@ fn default_config_validates_and_errors_name_the_field() {
         alpha: 1.5,
         ..MemtisConfig::default()
     };
-    assert!(bad.validate().unwrap_err().contains("policy.alpha"));
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("policy.alpha"));
     let bad = MemtisConfig {
         load_period_ladder_events: vec![300, 200],
         ..MemtisConfig::default()
@@ -373,12 +377,17 @@ fn default_config_validates_and_errors_name_the_field() {
     assert!(bad
         .validate()
         .unwrap_err()
+        .to_string()
         .contains("load_period_ladder_events"));
     let bad = MemtisConfig {
         cpu_hysteresis_pct: 3.0,
         ..MemtisConfig::default()
     };
-    assert!(bad.validate().unwrap_err().contains("cpu_hysteresis_pct"));
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("cpu_hysteresis_pct"));
 }
 
 /// A workload whose fast tier holds, after first touch, an intermittently used set W

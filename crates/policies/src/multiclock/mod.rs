@@ -124,14 +124,14 @@ impl Default for MultiClockConfig {
 
 impl MultiClockConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.scan_interval_ms == 0 {
             return Err("policy.scan_interval_ms must be at least 1 (ms)".into());
         }
         if self.nr_scan_pages == 0 {
             return Err("policy.nr_scan_pages must be at least 1 (pages)".into());
         }
-        self.kswapd.validate().map_err(|e| format!("policy.{e}"))
+        self.kswapd.validate().map_err(|e| e.prefixed("policy."))
     }
 
     fn core_params(&self) -> CoreParams {
@@ -319,7 +319,7 @@ impl Policy for MultiClock {
 
 /// The registry's view of [`MultiClockConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for MultiClockConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

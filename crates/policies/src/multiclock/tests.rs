@@ -635,7 +635,11 @@ fn config_defaults_are_the_papers_and_validate() {
         nr_scan_pages: 0,
         ..c.clone()
     };
-    assert!(bad.validate().unwrap_err().contains("nr_scan_pages"));
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("nr_scan_pages"));
 }
 
 // ----- behaviours on the simulator ----------------------------------------------------

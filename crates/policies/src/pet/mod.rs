@@ -121,7 +121,7 @@ impl Default for PetConfig {
 
 impl PetConfig {
     /// Check ranges; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.sampling_interval_ms == 0 {
             return Err("policy.sampling_interval_ms must be at least 1 (ms)".into());
         }
@@ -133,7 +133,7 @@ impl PetConfig {
             return Err(format!(
                 "policy.scan_interval_ms must be a positive multiple of sampling_interval_ms ({}), got {}",
                 self.sampling_interval_ms, self.scan_interval_ms
-            ));
+            ).into());
         }
         if self.max_pblock_mb == 0 {
             return Err("policy.max_pblock_mb must be at least 1 (MiB)".into());
@@ -146,14 +146,15 @@ impl PetConfig {
             ("tolerable_slowdown_pct", self.tolerable_slowdown_pct),
         ] {
             if !(v > 0.0 && v <= 100.0) {
-                return Err(format!("policy.{field} must be in (0, 100], got {v}"));
+                return Err(format!("policy.{field} must be in (0, 100], got {v}").into());
             }
         }
         if !(self.mis_demotion_penalty_us.is_finite() && self.mis_demotion_penalty_us > 0.0) {
             return Err(format!(
                 "policy.mis_demotion_penalty_us must be > 0, got {}",
                 self.mis_demotion_penalty_us
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -838,7 +839,7 @@ impl Policy for Pet {
 
 /// The registry's view of [`PetConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for PetConfig {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ConfigError> {
         self.validate()
     }
 

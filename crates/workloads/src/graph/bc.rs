@@ -29,6 +29,7 @@
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
+use tierkit_core::ConfigError;
 use tierkit_core::VmaKind;
 
 use super::engine::{ParFor, Schedule, Sink, Stream};
@@ -84,12 +85,13 @@ impl Default for GraphBcConfig {
 
 impl GraphBcConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=1024).contains(&self.nr_sources) {
             return Err(format!(
                 "{NAME}.nr_sources must be in [1, 1024], got {}",
                 self.nr_sources
-            ));
+            )
+            .into());
         }
         super::check_graph(
             NAME,
@@ -653,7 +655,7 @@ mod tests {
             let mut c = GraphBcConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.nr_sources = 0, "nr_sources");
         bad(&|c| c.graph_scale = 0, "graph_scale");

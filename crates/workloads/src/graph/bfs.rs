@@ -27,6 +27,7 @@
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
+use tierkit_core::ConfigError;
 use tierkit_core::VmaKind;
 
 use super::engine::{ParFor, Schedule, Sink, Stream};
@@ -87,10 +88,10 @@ impl Default for GraphBfsConfig {
 
 impl GraphBfsConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         for (field, v) in [("alpha", self.alpha), ("beta", self.beta)] {
             if v == 0 {
-                return Err(format!("{NAME}.{field} must be >= 1, got 0"));
+                return Err(format!("{NAME}.{field} must be >= 1, got 0").into());
             }
         }
         super::check_graph(
@@ -651,7 +652,7 @@ mod tests {
             let mut c = GraphBfsConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.graph_scale = 2, "graph_scale");
         bad(&|c| c.graph_scale = 40, "graph_scale");

@@ -24,6 +24,7 @@
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tierkit_core::ConfigError;
 use tierkit_core::VmaKind;
 
 use super::engine::{ParFor, Schedule, Sink, Stream};
@@ -81,12 +82,13 @@ impl Default for GraphCcConfig {
 
 impl GraphCcConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=64).contains(&self.neighbor_rounds) {
             return Err(format!(
                 "{NAME}.neighbor_rounds must be in [1, 64], got {}",
                 self.neighbor_rounds
-            ));
+            )
+            .into());
         }
         super::check_graph(
             NAME,
@@ -496,7 +498,7 @@ mod tests {
             let mut c = GraphCcConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.neighbor_rounds = 0, "neighbor_rounds");
         bad(&|c| c.neighbor_rounds = 65, "neighbor_rounds");

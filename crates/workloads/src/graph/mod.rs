@@ -54,6 +54,7 @@
 //! by grain, and races (two threads claiming one vertex) resolve in that order.
 
 use std::sync::Arc;
+use tierkit_core::ConfigError;
 
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -662,22 +663,20 @@ pub(crate) fn check_graph(
     nr_threads: u32,
     mlp: f64,
     per_vertex_bytes: f64,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     common::check_common(name, scale, nr_threads, mlp)?;
     let eff = effective_graph_scale(graph_scale, scale);
     if !(MIN_GRAPH_SCALE as i64..=MAX_GRAPH_SCALE as i64).contains(&eff) {
         return Err(format!(
             "{name}.graph_scale + round(log2(scale)) must be in [{MIN_GRAPH_SCALE}, {MAX_GRAPH_SCALE}], got {graph_scale} + {} = {eff}",
             eff - graph_scale as i64
-        ));
+        ).into());
     }
     if !(1..=1024).contains(&edge_factor) {
-        return Err(format!(
-            "{name}.edge_factor must be in [1, 1024], got {edge_factor}"
-        ));
+        return Err(format!("{name}.edge_factor must be in [1, 1024], got {edge_factor}").into());
     }
     if nr_trials == 0 {
-        return Err(format!("{name}.nr_trials must be >= 1, got 0"));
+        return Err(format!("{name}.nr_trials must be >= 1, got 0").into());
     }
     let n = (1u64 << eff) as f64;
     // Upper bound: no duplicate removal.

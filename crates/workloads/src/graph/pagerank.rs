@@ -19,6 +19,7 @@
 //! Marks: `trial`, then `iteration` before each iteration.
 
 use serde::{Deserialize, Serialize};
+use tierkit_core::ConfigError;
 use tierkit_core::VmaKind;
 
 use super::engine::{ParFor, Schedule, Sink, Stream};
@@ -83,15 +84,16 @@ impl Default for GraphPrConfig {
 
 impl GraphPrConfig {
     /// Check every field; the error names the field and its valid range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_iterations == 0 {
-            return Err(format!("{NAME}.max_iterations must be >= 1, got 0"));
+            return Err(format!("{NAME}.max_iterations must be >= 1, got 0").into());
         }
         if !(self.tolerance >= 0.0 && self.tolerance.is_finite()) {
             return Err(format!(
                 "{NAME}.tolerance must be a finite number >= 0, got {}",
                 self.tolerance
-            ));
+            )
+            .into());
         }
         super::check_graph(
             NAME,
@@ -408,7 +410,7 @@ mod tests {
             let mut c = GraphPrConfig::default();
             f(&mut c);
             let e = c.validate().unwrap_err();
-            assert!(e.contains(field), "{e:?} should name {field}");
+            assert!(e.to_string().contains(field), "{e:?} should name {field}");
         };
         bad(&|c| c.max_iterations = 0, "max_iterations");
         bad(&|c| c.tolerance = -1.0, "tolerance");

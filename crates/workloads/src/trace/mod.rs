@@ -76,7 +76,7 @@ use std::io::{Read, Seek};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{Op, Workload, WorkloadShape};
+use tierkit_core::{ConfigError, Op, Workload, WorkloadShape};
 
 pub use format::{
     record, verify, ChunkEntry, TraceHeader, TraceIndex, TraceStats, TraceWriter,
@@ -143,20 +143,21 @@ impl TraceConfig {
     /// Check the fields and that `path` is a readable native trace: its preamble,
     /// directory and prologues, and every chunk's payload ([`verify`], once per file
     /// and process). The error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.scale > 0.0 && self.scale <= 1.0) {
             return Err(format!(
                 "{NAME}.scale must be in (0, 1] (a trace can only be shortened), got {}",
                 self.scale
-            ));
+            )
+            .into());
         }
         if self.path.is_empty() {
             return Err(format!(
                 "{NAME}.path must name a native trace file (make one with `tierkit trace record`, `import` or `capture`)"
-            ));
+            ).into());
         }
         TraceWorkload::open(&self.path, self.scale).map_err(|e| format!("{NAME}.path: {e}"))?;
-        verify_once(Path::new(&self.path)).map_err(|e| format!("{NAME}.path: {e}"))
+        verify_once(Path::new(&self.path)).map_err(|e| format!("{NAME}.path: {e}").into())
     }
 }
 
@@ -717,12 +718,19 @@ mod tests {
     #[test]
     fn config_validation_names_the_field() {
         let mut c = TraceConfig::default();
-        assert!(c.validate().unwrap_err().contains("trace.path"));
+        assert!(c.validate().unwrap_err().to_string().contains("trace.path"));
         c.path = "/nonexistent/x.tktrace".into();
         let e = c.validate().unwrap_err();
-        assert!(e.contains("trace.path") && e.contains("cannot open"), "{e}");
+        assert!(
+            e.to_string().contains("trace.path") && e.to_string().contains("cannot open"),
+            "{e}"
+        );
         c.scale = 1.5;
-        assert!(c.validate().unwrap_err().contains("trace.scale"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("trace.scale"));
         let dir = std::env::temp_dir().join(format!("tierkit-trace-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("tiny.tktrace");

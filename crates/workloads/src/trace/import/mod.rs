@@ -33,7 +33,9 @@ pub mod text;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Seek, Write};
 
-use tierkit_core::{Op, ProcessShape, VmaKind, WorkloadShape, HUGE_PAGE_SIZE, PAGE_SIZE};
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, VmaKind, WorkloadShape, HUGE_PAGE_SIZE, PAGE_SIZE,
+};
 
 use super::{TraceError, TraceHeader, TraceStats, TraceWriter};
 
@@ -141,22 +143,24 @@ impl Default for ImportOptions {
 
 impl ImportOptions {
     /// Check every field; the error names it and its range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let (lo, hi) = crate::common::MLP_RANGE;
         if !(self.mlp >= lo && self.mlp <= hi) {
-            return Err(format!("mlp must be in [{lo}, {hi}], got {}", self.mlp));
+            return Err(format!("mlp must be in [{lo}, {hi}], got {}", self.mlp).into());
         }
         if !(self.ns_per_instruction >= 0.0 && self.ns_per_instruction <= 1000.0) {
             return Err(format!(
                 "ns_per_instruction must be in [0, 1000], got {}",
                 self.ns_per_instruction
-            ));
+            )
+            .into());
         }
         if !(self.damo_accesses_per_sample > 0.0 && self.damo_accesses_per_sample <= 1000.0) {
             return Err(format!(
                 "damo_accesses_per_sample must be in (0, 1000], got {}",
                 self.damo_accesses_per_sample
-            ));
+            )
+            .into());
         }
         Ok(())
     }
@@ -198,7 +202,8 @@ pub fn import<R: BufRead, W: Write + Seek>(
     out: W,
     opts: &ImportOptions,
 ) -> Result<(W, ImportStats), TraceError> {
-    opts.validate().map_err(TraceError::new)?;
+    opts.validate()
+        .map_err(|e| TraceError::new(e.to_string()))?;
     let mut sink = Sink::new(TraceWriter::new(out)?, opts.mlp);
     match format {
         ImportFormat::Lackey => lackey::convert(input, &mut sink, opts)?,
@@ -219,7 +224,8 @@ pub fn import_lackey_logs<R: BufRead, W: Write + Seek>(
     out: W,
     opts: &ImportOptions,
 ) -> Result<(W, ImportStats), TraceError> {
-    opts.validate().map_err(TraceError::new)?;
+    opts.validate()
+        .map_err(|e| TraceError::new(e.to_string()))?;
     let mut sink = Sink::new(TraceWriter::new(out)?, opts.mlp);
     let mut lines = 0;
     for (i, (name, input)) in inputs.into_iter().enumerate() {
