@@ -128,7 +128,12 @@ impl FreqTierConfig {
             if v.is_finite() && v >= lo && v <= hi {
                 Ok(())
             } else {
-                Err(ConfigError::out_of_range(format!("policy.{name}"), lo, hi, v))
+                Err(ConfigError::out_of_range(
+                    format!("policy.{name}"),
+                    lo,
+                    hi,
+                    v,
+                ))
             }
         };
         range("cbf_hashes", self.cbf_hashes as f64, 1.0, 8.0)?;
