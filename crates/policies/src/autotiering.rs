@@ -980,32 +980,6 @@ mod tests {
                 "hot set in the fast tier by the end: {at_last}"
             );
         }
-
-        /// The numbers in docs/policies/autotiering.md ("Measured"): every mode, fast
-        /// passes and the default one-second passes, on a longer gups run.
-        #[test]
-        #[ignore = "measurement, ~40 s"]
-        fn measure_gups_modes() {
-            for mode in [
-                AutotieringMode::OpmBd,
-                AutotieringMode::Opm,
-                AutotieringMode::Opmx,
-                AutotieringMode::Cpm,
-            ] {
-                for (label, cfg) in [
-                    ("fast passes", fast_passes()),
-                    ("default", AutotieringConfig::default()),
-                ] {
-                    eprintln!("{mode:?} {label}:");
-                    gups(
-                        Box::new(Autotiering::new(AutotieringConfig { mode, ..cfg })),
-                        60_000_000,
-                    );
-                }
-            }
-            eprintln!("first-touch:");
-            gups(Box::new(crate::FirstTouch), 60_000_000);
-        }
     }
 
     #[test]
