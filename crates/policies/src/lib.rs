@@ -245,6 +245,8 @@ impl PolicyConfig {
 }
 
 #[cfg(test)]
+mod doc_tables;
+#[cfg(test)]
 mod faithful;
 
 #[cfg(test)]

@@ -425,18 +425,32 @@ fn warm_script(nr_reads: u64) -> Script {
     Script::new(len).process(&[(BASE, len)], ops)
 }
 
-/// Prints the numbers behind `docs/policies/memtis.md` ("Measured, small scale"):
-/// `cargo test -p tierkit-policies --lib report_numbers -- --ignored --nocapture`.
+/// The small-scale table of `docs/policies/memtis.md` ("Measured"), generated from
+/// these runs and checked against the page (`crate::doc_tables`): the test fails
+/// when the page and the code disagree.
 #[test]
-#[ignore]
-fn report_numbers() {
-    let show = |label: &str, out: &RunOutput| {
+fn small_scale_table_in_the_page_is_what_the_runs_give() {
+    let mut rows = String::from(
+        "| run | sim s | fast access | promoted / demoted pages | migrated MB | huge pages split | subpages freed | eHR / rHR | hot set ÷ fast tier: max / steady | load period | sampler CPU % |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut show = |label: &str, out: &RunOutput| {
         let s = &out.summary;
-        eprintln!(
-            "{label}: sim {:.4}s fast {:.4} promoted {} demoted {} migrated {} splits {} freed {} ehr {:.3} rhr {:.3} hotfrac max {:.3} steady {:.3} period {} cpu {:.2}",
-            s.sim_seconds, s.fast_access_ratio, s.promoted_pages, s.demoted_pages, s.migrated_bytes,
-            stat(out, "huge_pages_split"), stat(out, "split_freed_pages"), stat(out, "ehr_mean"), stat(out, "rhr_mean"),
-            stat(out, "hot_set_fraction_max"), stat(out, "hot_set_fraction_steady_mean"), stat(out, "load_period_events"), stat(out, "sampler_cpu_pct_ema"));
+        rows.push_str(&format!(
+            "| {label} | {:.4} | {:.4} | {} / {} | {:.1} | {} | {} | {:.3} / {:.3} | {:.3} / {:.3} | {} | {:.2} |\n",
+            s.sim_seconds,
+            s.fast_access_ratio,
+            s.promoted_pages,
+            s.demoted_pages,
+            s.migrated_bytes as f64 / 1e6,
+            stat(out, "huge_pages_split"),
+            stat(out, "split_freed_pages"),
+            stat(out, "ehr_mean"),
+            stat(out, "rhr_mean"),
+            stat(out, "hot_set_fraction_max"),
+            stat(out, "hot_set_fraction_steady_mean"),
+            stat(out, "load_period_events"),
+            stat(out, "sampler_cpu_pct_ema")
+        ));
     };
     let hot_of = |h: u64| (0..8).map(|k| (h * 7 + k * 8) % 64).collect::<Vec<_>>();
     for split in [true, false] {
@@ -498,7 +512,16 @@ fn report_numbers() {
         Box::new(FirstTouch),
         gups(32, 5_000_000),
     );
-    show_plain("first-touch", &ft);
+    let plain = |label: &str, out: &RunOutput| {
+        format!(
+            "| {label} | {:.4} | {:.4} | {} / {} | | | | | | | |\n",
+            out.summary.sim_seconds,
+            out.summary.fast_access_ratio,
+            out.summary.promoted_pages,
+            out.summary.demoted_pages
+        )
+    };
+    let mut tail = plain("first-touch, gups 1:8", &ft);
     let scan = NumaScanConfig {
         scan_delay_ms: 20,
         scan_period_min_ms: 20,
@@ -511,14 +534,13 @@ fn report_numbers() {
         Box::new(Autonuma::new(AutonumaConfig { scan })),
         gups(32, 5_000_000),
     );
-    show_plain("autonuma", &an);
-}
-
-/// One line of `report_numbers` for a policy without MEMTIS's stats.
-fn show_plain(label: &str, out: &RunOutput) {
-    eprintln!(
-        "{label}: sim {:.4}s fast {:.4}",
-        out.summary.sim_seconds, out.summary.fast_access_ratio
+    tail.push_str(&plain("autonuma (scan 50× faster), gups 1:8", &an));
+    rows.push_str(&tail);
+    crate::doc_tables::check_generated(
+        "memtis.md",
+        "memtis-small-scale",
+        &rows,
+        "small_scale_table_in_the_page_is_what_the_runs_give",
     );
 }
 

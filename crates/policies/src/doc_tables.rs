@@ -1,0 +1,41 @@
+//! Test helper: tables in the policy pages that a test generates (issue 20 point 8).
+//!
+//! A page holds the table between `<!-- NAME:begin -->` and `<!-- NAME:end -->`. The
+//! test that runs the experiments renders the table and calls [`check_generated`]:
+//! it fails when the page's table differs from what the runs give now (the docs have
+//! drifted from the code), naming the command that rewrites it:
+//! `TIERKIT_BLESS_DOCS=1 cargo test -p tierkit-policies --lib <test>`.
+
+use std::path::PathBuf;
+
+/// Compare the block `name` of `docs/policies/<page>` with `table`, or write `table`
+/// there when `TIERKIT_BLESS_DOCS` is set.
+pub(crate) fn check_generated(page: &str, name: &str, table: &str, test: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/policies")
+        .join(page);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
+    );
+    let start = text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("{page} has no `{}` marker", begin.trim()))
+        + begin.len();
+    let stop = start
+        + text[start..]
+            .find(&end)
+            .unwrap_or_else(|| panic!("{page} has no `{end}` marker"));
+    if std::env::var_os("TIERKIT_BLESS_DOCS").is_some() {
+        let new = format!("{}{table}{}", &text[..start], &text[stop..]);
+        std::fs::write(&path, new).unwrap();
+        return;
+    }
+    assert_eq!(
+        &text[start..stop],
+        table,
+        "docs/policies/{page}'s `{name}` table differs from what the runs give now; \
+         rewrite it with TIERKIT_BLESS_DOCS=1 cargo test -p tierkit-policies --lib {test}"
+    );
+}
