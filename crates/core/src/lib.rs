@@ -26,6 +26,8 @@
 //! the access stream itself, only what a kernel could observe (hinting faults, sampled
 //! LLC misses, accessed bits, VMA changes, tier occupancy).
 
+#[doc(hidden)]
+pub mod doc_tables;
 pub mod error;
 pub mod mechanisms;
 pub mod policy;

@@ -245,8 +245,6 @@ impl PolicyConfig {
 }
 
 #[cfg(test)]
-mod doc_tables;
-#[cfg(test)]
 mod faithful;
 
 #[cfg(test)]

@@ -1138,20 +1138,28 @@ mod tests {
         CachelibConfig::default().validate().unwrap();
     }
 
-    /// The default run's cache behaviour, for the documentation (several seconds in
-    /// release mode):
-    /// `cargo test --release -p tierkit-workloads --lib -- --ignored --nocapture cachelib_default_run`
+    /// The default run's cache behaviour, as `docs/workloads.md` states it: the line
+    /// there is generated here and checked against the page.
     #[test]
-    #[ignore]
-    fn cachelib_default_run() {
-        let mut w = Cachelib::new(&CachelibConfig::default(), 1);
-        let n = crate::count_accesses(&mut w, u64::MAX);
+    fn default_run_in_the_docs_is_what_the_generator_gives() {
+        let cfg = CachelibConfig::default();
+        let mut w = Cachelib::new(&cfg, 1);
+        crate::count_accesses(&mut w, u64::MAX);
         let s = w.stats();
-        println!(
-            "{n} accesses, {} classes, table {} MiB: {s:?}, hit ratio {:.3}",
-            w.class_bytes().len(),
-            w.table().len >> 20,
-            s.hit_ratio()
+        let line = format!(
+            "Default run: {:.1} M requests, hit ratio {:.3}, {:.2} M evictions, {} slabs in use, {} failed inserts; footprint {} MiB.\n",
+            s.requests as f64 / 1e6,
+            s.hit_ratio(),
+            s.evictions as f64 / 1e6,
+            s.slabs_used,
+            s.alloc_failures,
+            w.shape().footprint_bytes >> 20,
+        );
+        tierkit_core::doc_tables::check_generated(
+            "workloads.md",
+            "cachelib-default-run",
+            &line,
+            "-p tierkit-workloads --lib default_run_in_the_docs",
         );
     }
 

@@ -536,8 +536,8 @@ fn small_scale_table_in_the_page_is_what_the_runs_give() {
     );
     tail.push_str(&plain("autonuma (scan 50× faster), gups 1:8", &an));
     rows.push_str(&tail);
-    crate::doc_tables::check_generated(
-        "memtis.md",
+    tierkit_core::doc_tables::check_generated(
+        "policies/memtis.md",
         "memtis-small-scale",
         &rows,
         "small_scale_table_in_the_page_is_what_the_runs_give",

@@ -1,18 +1,19 @@
-//! Test helper: tables in the policy pages that a test generates (issue 20 point 8).
+//! For the workspace's tests: tables in `docs/` that a test generates (issue 20
+//! point 8), so documented numbers cannot drift from the code.
 //!
 //! A page holds the table between `<!-- NAME:begin -->` and `<!-- NAME:end -->`. The
 //! test that runs the experiments renders the table and calls [`check_generated`]:
-//! it fails when the page's table differs from what the runs give now (the docs have
-//! drifted from the code), naming the command that rewrites it:
-//! `TIERKIT_BLESS_DOCS=1 cargo test -p tierkit-policies --lib <test>`.
+//! it fails when the page's table differs from what the runs give now, naming the
+//! command that rewrites it (`TIERKIT_BLESS_DOCS=1 cargo test … <test>`).
 
 use std::path::PathBuf;
 
-/// Compare the block `name` of `docs/policies/<page>` with `table`, or write `table`
-/// there when `TIERKIT_BLESS_DOCS` is set.
-pub(crate) fn check_generated(page: &str, name: &str, table: &str, test: &str) {
+/// Compare the block `name` of `docs/<page>` (e.g. `policies/memtis.md`) with
+/// `table`, or write `table` there when `TIERKIT_BLESS_DOCS` is set. `test` is the
+/// test's name, for the message.
+pub fn check_generated(page: &str, name: &str, table: &str, test: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/policies")
+        .join("../../docs")
         .join(page);
     let text = std::fs::read_to_string(&path).unwrap();
     let (begin, end) = (
@@ -35,7 +36,7 @@ pub(crate) fn check_generated(page: &str, name: &str, table: &str, test: &str) {
     assert_eq!(
         &text[start..stop],
         table,
-        "docs/policies/{page}'s `{name}` table differs from what the runs give now; \
-         rewrite it with TIERKIT_BLESS_DOCS=1 cargo test -p tierkit-policies --lib {test}"
+        "docs/{page}'s `{name}` table differs from what the runs give now; \
+         rewrite it with TIERKIT_BLESS_DOCS=1 cargo test {test}"
     );
 }
