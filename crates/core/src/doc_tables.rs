@@ -12,6 +12,9 @@ use std::path::PathBuf;
 /// `table`, or write `table` there when `TIERKIT_BLESS_DOCS` is set. `test` is the
 /// test's name, for the message.
 pub fn check_generated(page: &str, name: &str, table: &str, test: &str) {
+    // Tests run as threads of one process: one page edit at a time.
+    static EDITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = EDITING.lock().unwrap_or_else(|e| e.into_inner());
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../docs")
         .join(page);
