@@ -316,6 +316,7 @@ mod tests {
             ("chrono-semiauto", &[HintFaults, AccessedBits]),
             ("pet", &[HintFaults, AccessedBits]),
             ("mglru-pd", &[HintFaults, AccessedBits]),
+            ("linux-tiering-mglru", &[HintFaults, AccessedBits]),
             ("thermostat", &[HintFaults, AccessedBits]),
             ("hemem", &[Sampling]),
             ("freqtier", &[Sampling]),

@@ -50,7 +50,7 @@ pub use freqtier::{FreqTier, FreqTierConfig};
 pub use hemem::{Hemem, HememConfig};
 pub use linux_tiering::{LinuxTiering, LinuxTieringConfig};
 pub use memtis::{Memtis, MemtisConfig};
-pub use mglru_pd::{MglruPd, MglruPdConfig};
+pub use mglru_pd::{LinuxTieringMglruConfig, MglruPd, MglruPdConfig};
 pub use multiclock::{MultiClock, MultiClockConfig};
 pub use nimble::{Nimble, NimbleConfig};
 pub use oracle::{Oracle, OracleConfig, OracleStatic, OracleStaticConfig};
@@ -189,6 +189,9 @@ registry! {
     /// PET's Base+PD: linux-tiering promotion plus proactive demotion of the oldest MGLRU generation every 10 s.
     MglruPd(MglruPdConfig) = "mglru-pd",
         "PET's Base+PD: linux-tiering's hint-fault promotion plus, every 10 s, an MGLRU aging pass (accessed bits of every fast page) and demotion of the oldest of 4 generations, whatever the free memory";
+    /// Linux 6.2 memory tiering with MGLRU demotion: the "AutoNUMA" FreqTier compares against.
+    LinuxTieringMglru(LinuxTieringMglruConfig) = "linux-tiering-mglru",
+        "Linux 6.2 memory tiering with MGLRU (FreqTier's AutoNUMA): linux-tiering's hint-fault promotion; kswapd under pressure ages on demand and demotes from the oldest MGLRU generations, never the two youngest";
     /// Thermostat (ASPLOS'17) as PET describes it: 5% of 2 MiB regions sampled, 50 poisoned pages each, 3% slowdown budget.
     Thermostat(ThermostatConfig) = "thermostat",
         "Thermostat (ASPLOS'17) as PET describes it: every 10 s sample 5% of 2 MiB regions, poison 50 accessed 4 KiB pages each and count their faults; demote the coldest within a 3% / 1 us slow-access budget, promote sampled slow regions over it";
@@ -343,6 +346,7 @@ mod tests {
             ),
             ("pet", &["mis_demotion_penalty_us"]),
             ("mglru-pd", &["promote_rate_limit_mbps"]),
+            ("linux-tiering-mglru", &["promote_rate_limit_mbps"]),
             ("thermostat", &["slow_access_penalty_us"]),
         ];
         assert_eq!(

@@ -27,6 +27,13 @@
 //!   free, giving pages of the youngest generation a second chance if their accessed
 //!   bit is set.
 //!
+//! **`linux-tiering-mglru`** is the same machinery without proactive demotion: Linux
+//! 6.2's memory tiering with MGLRU as its LRU, the "AutoNUMA" FreqTier compares
+//! against (FreqTier §VI: "for AutoNUMA, we enable MGLRU based demotion"). Demotion
+//! happens only in kswapd under pressure, and aging only when reclaim needs it (MGLRU's
+//! `should_run_aging`: fewer than `MIN_NR_GENS + 1` generations), and reclaim never
+//! evicts the `MIN_NR_GENS` youngest generations.
+//!
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
@@ -38,6 +45,9 @@ use tierkit_core::*;
 
 /// The proactive-demotion tick.
 const PD_TIMER: TimerId = 0x1000_0000;
+/// MGLRU's `MIN_NR_GENS`: reclaim leaves the two youngest generations alone and ages
+/// when it would have to evict from them.
+const MIN_NR_GENS: u32 = 2;
 /// kswapd's batches on the fast tier.
 const KSWAPD_TIMER: TimerId = 0x1000_0001;
 /// A page with no generation (not resident or never seen).
@@ -230,6 +240,15 @@ impl Generations {
         }
     }
 
+    /// The oldest generation with a list (stale entries included, as the kernel's
+    /// `min_seq` also advances lazily); None when nothing is listed.
+    pub fn oldest_listed(&self) -> Option<u32> {
+        self.lists
+            .iter()
+            .find(|(_, l)| !l.is_empty())
+            .map(|(&seq, _)| seq)
+    }
+
     /// Pages listed (stale entries included).
     pub fn nr_listed(&self) -> u64 {
         self.lists.values().map(|l| l.len() as u64).sum()
@@ -250,6 +269,9 @@ struct Stats {
 
 /// The policy.
 pub struct MglruPd {
+    name: &'static str,
+    /// Base+PD's periodic aging and eviction (false: `linux-tiering-mglru`).
+    proactive: bool,
     cfg: MglruPdConfig,
     promotion: TieringPromotion,
     gens: Generations,
@@ -258,9 +280,11 @@ pub struct MglruPd {
 }
 
 impl MglruPd {
-    /// A policy with the given parameters.
+    /// Base+PD (`mglru-pd`) with the given parameters.
     pub fn new(cfg: MglruPdConfig) -> MglruPd {
         MglruPd {
+            name: "mglru-pd",
+            proactive: true,
             promotion: TieringPromotion::new(
                 cfg.scan.clone(),
                 cfg.hot_threshold_ms,
@@ -270,6 +294,16 @@ impl MglruPd {
             kswapd_awake: false,
             stats: Stats::default(),
             cfg,
+        }
+    }
+
+    /// `linux-tiering-mglru`: no proactive demotion; kswapd ages on demand and evicts
+    /// from the oldest generations (`pd_interval_ms` is not used).
+    pub fn kswapd_only(cfg: MglruPdConfig) -> MglruPd {
+        MglruPd {
+            name: "linux-tiering-mglru",
+            proactive: false,
+            ..MglruPd::new(cfg)
         }
     }
 
@@ -368,6 +402,9 @@ impl MglruPd {
     /// watermark is free, in paced batches. The youngest generation is evicted only
     /// after a look at the accessed bit (a set bit gives the page another round).
     fn kswapd(&mut self, mech: &mut dyn Mechanisms) {
+        if !self.proactive {
+            return self.kswapd_mglru(mech);
+        }
         self.kswapd_awake = false;
         let target = promo_watermark(mech.watermarks(TierId::FAST));
         let batch = self.cfg.kswapd.batch_pages;
@@ -416,11 +453,43 @@ impl MglruPd {
             mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
         }
     }
+
+    /// `linux-tiering-mglru`'s kswapd: MGLRU reclaim under pressure. Age first if
+    /// fewer than `MIN_NR_GENS + 1` generations are listed (`should_run_aging` →
+    /// `try_to_inc_max_seq`), then demote from the generations older than the
+    /// `MIN_NR_GENS` youngest, oldest first, in paced batches until the promotion
+    /// watermark is free.
+    fn kswapd_mglru(&mut self, mech: &mut dyn Mechanisms) {
+        self.kswapd_awake = false;
+        let target = promo_watermark(mech.watermarks(TierId::FAST));
+        if mech.free_pages(TierId::FAST) >= target {
+            return;
+        }
+        let max_seq = self.gens.max_seq();
+        if self
+            .gens
+            .oldest_listed()
+            .is_none_or(|min_seq| min_seq + MIN_NR_GENS > max_seq)
+        {
+            self.age(mech);
+        }
+        let Some(upto) = self.gens.max_seq().checked_sub(MIN_NR_GENS) else {
+            return;
+        };
+        let (demoted, looked) = self.evict(mech, upto, self.cfg.kswapd.batch_pages);
+        self.stats.kswapd_demoted_pages += demoted;
+        mech.charge_cpu(looked * LIST_OP_NS);
+        if demoted > 0 && mech.free_pages(TierId::FAST) < target {
+            let busy = self.cfg.kswapd.busy_ns(demoted, looked, mech);
+            self.kswapd_awake = true;
+            mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
+        }
+    }
 }
 
 impl Policy for MglruPd {
     fn name(&self) -> &'static str {
-        "mglru-pd"
+        self.name
     }
 
     fn requirements(&self) -> Requirements {
@@ -434,11 +503,13 @@ impl Policy for MglruPd {
 
     fn init(&mut self, mech: &mut dyn Mechanisms) {
         self.promotion.scanner.start_all(mech);
-        mech.schedule(
-            mech.now() + self.cfg.pd_interval_ms * NS_PER_MS,
-            PD_TIMER,
-            Runner::Kthread,
-        );
+        if self.proactive {
+            mech.schedule(
+                mech.now() + self.cfg.pd_interval_ms * NS_PER_MS,
+                PD_TIMER,
+                Runner::Kthread,
+            );
+        }
     }
 
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
@@ -516,6 +587,27 @@ impl crate::RegisteredConfig for MglruPdConfig {
 
     fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
         Box::new(MglruPd::new(self.clone()))
+    }
+}
+
+/// `linux-tiering-mglru` parameters: [`MglruPdConfig`]'s, of which `pd_interval_ms`
+/// is not used (there is no proactive demotion).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct LinuxTieringMglruConfig(pub MglruPdConfig);
+
+/// The registry's view of [`LinuxTieringMglruConfig`].
+impl crate::RegisteredConfig for LinuxTieringMglruConfig {
+    fn check(&self) -> Result<(), ConfigError> {
+        self.0.validate()
+    }
+
+    fn scale(&mut self, scale: tierkit_core::SpaceScale) {
+        self.0.scale_space(scale)
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(MglruPd::kswapd_only(self.0.clone()))
     }
 }
 
@@ -622,6 +714,73 @@ mod sim_tests {
             out.summary.promoted_pages >= block / 2,
             "promoted {}",
             out.summary.promoted_pages
+        );
+    }
+
+    /// `linux-tiering-mglru` (Linux 6.2 tiering with MGLRU) has no proactive
+    /// demotion: an idle block stays in a fast tier with room to spare, where Base+PD
+    /// demotes it 30–40 s after its last access. Under pressure (a hot block on the
+    /// slow tier, no free fast memory) kswapd ages on demand and demotes, and the hot
+    /// block comes up.
+    #[test]
+    fn linux_tiering_mglru_demotes_only_under_pressure_and_ages_on_demand() {
+        // Blocks 0 and 1 fill 8 of 12 MiB; block 1 idles for 60 s with room to spare.
+        // Then blocks 2 and 3 are written (the fast tier fills, block 3 lands on the
+        // slow tier) and block 3 is hot for 60 s.
+        let w = || {
+            Box::new(Phases::new(
+                4,
+                4,
+                2_000,
+                vec![vec![step(&[0, 1], &[0], 60.0), step(&[2, 3], &[3], 60.0)]],
+            ))
+        };
+        let scan = crate::numa_scan::NumaScanConfig {
+            adaptive_period: false,
+            ..Default::default()
+        };
+        let cfg = super::MglruPdConfig {
+            scan,
+            ..Default::default()
+        };
+        let machine = optane_machine(12, 64);
+        let (pd, _) = run(
+            &machine,
+            &sim(),
+            Box::new(super::MglruPd::new(cfg.clone())),
+            w(),
+        );
+        let (mg, _) = run(
+            &machine,
+            &sim(),
+            Box::new(super::MglruPd::kswapd_only(cfg)),
+            w(),
+        );
+        let block = 4 * MIB / PAGE_SIZE;
+        let demoted_before = |out: &tierkit_sim::RunOutput, t: f64| -> u64 {
+            out.series
+                .rows
+                .iter()
+                .filter(|r| policy_s(r) < t)
+                .map(|r| r.demoted_pages)
+                .sum()
+        };
+        assert!(
+            demoted_before(&pd, 55.0) >= block / 2,
+            "Base+PD demotes the idle block"
+        );
+        assert_eq!(demoted_before(&mg, 55.0), 0, "no pressure, no demotion");
+        assert_eq!(stat(&mg, "pd_demoted_pages"), 0.0);
+        assert!(stat(&mg, "kswapd_demoted_pages") > 0.0);
+        let aging = stat(&mg, "aging_passes");
+        assert!(
+            aging >= 1.0 && aging <= stat(&mg, "kswapd_wakeups"),
+            "aging only in reclaim: {aging} passes"
+        );
+        assert!(
+            mg.summary.promoted_pages >= block / 2,
+            "the hot block comes up: {} pages",
+            mg.summary.promoted_pages
         );
     }
 }
