@@ -152,7 +152,7 @@ set = ["workload.scale=0.5"]
         name: "freqtier",
         description: "FreqTier: CacheLib, GAP kernels, XGBoost at 1:32, 1:16, 1:8 on cxl and cxl-lowbw, tiering threads on the app's CPUs",
         toml: r#"
-policies = ["freqtier", "autonuma", "tpp", "hemem", "linux-tiering"]
+policies = ["freqtier", "linux-tiering-mglru", "autonuma", "tpp", "hemem", "linux-tiering"]
 ratios = ["1:32", "1:16", "1:8"]
 machines = ["cxl", "cxl-lowbw"]
 set = ["machine.tiering_cpus=\"shared\""]
