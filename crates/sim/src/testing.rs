@@ -15,7 +15,7 @@ pub struct Script {
 }
 
 struct ScriptProcess {
-    mappings: Vec<(u64, u64)>,
+    mappings: Vec<(u64, u64, VmaKind)>,
     ops: Vec<Op>,
     done: bool,
     mlp: f64,
@@ -35,10 +35,25 @@ impl Script {
         self.process_with_mlp(mappings, ops, 1.0)
     }
 
+    /// Like [`process`](Self::process) with each mapping's kind given (file-backed
+    /// as well as anonymous).
+    pub fn process_with_kinds(mut self, mappings: &[(u64, u64, VmaKind)], ops: Vec<Op>) -> Script {
+        self.procs.push(ScriptProcess {
+            mappings: mappings.to_vec(),
+            ops,
+            done: false,
+            mlp: 1.0,
+        });
+        self
+    }
+
     /// Like [`process`](Self::process) with a memory-level parallelism other than 1.
     pub fn process_with_mlp(mut self, mappings: &[(u64, u64)], ops: Vec<Op>, mlp: f64) -> Script {
         self.procs.push(ScriptProcess {
-            mappings: mappings.to_vec(),
+            mappings: mappings
+                .iter()
+                .map(|&(a, l)| (a, l, VmaKind::Anon))
+                .collect(),
             ops,
             done: false,
             mlp,
@@ -65,12 +80,8 @@ impl Workload for Script {
     }
 
     fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
-        for &(addr, len) in &self.procs[process].mappings {
-            out.push(Op::Mmap {
-                addr,
-                len,
-                kind: VmaKind::Anon,
-            });
+        for &(addr, len, kind) in &self.procs[process].mappings {
+            out.push(Op::Mmap { addr, len, kind });
         }
     }
 

@@ -224,6 +224,108 @@ fn oracle_02_03_04_each_anonymous_mmap_is_captured_and_split_at_the_maximum_size
 }
 
 #[test]
+fn oracle_01_only_anonymous_mmaps_become_pblocks_and_file_pages_stay() {
+    // Oracle 1 (§4.1, §5.2.2): a file-backed mapping never becomes a P-block, and
+    // PET's anonymous machinery never demotes its pages, idle or not; an idle
+    // anonymous mapping beside it is captured and demoted. (The simulator's address
+    // spaces have no brk heap or stack: every mapping is an mmap, anonymous or
+    // file-backed, so that half of the oracle has nothing to check here.)
+    const ANON: u64 = 0x10_0000_0000;
+    const FILE: u64 = 0x20_0000_0000;
+    const HOT: u64 = 0x30_0000_0000;
+    let (idle_pages, hot_pages) = (1024u64, 256u64);
+    let mut ops = Vec::new();
+    for base in [ANON, FILE] {
+        for i in 0..idle_pages {
+            ops.push(tierkit_sim::testing::write(base + i * PAGE_SIZE, 1_000));
+        }
+    }
+    // 60 s of policy time (3 s of machine time) on the hot mapping alone.
+    let mut x = 1u64;
+    for _ in 0..1_500_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let page = (x >> 33) % hot_pages;
+        ops.push(tierkit_sim::testing::read(HOT + page * PAGE_SIZE, 2_000));
+    }
+    let len = |pages: u64| pages * PAGE_SIZE;
+    let w = tierkit_sim::testing::Script::new(len(2 * idle_pages + hot_pages)).process_with_kinds(
+        &[
+            (ANON, len(idle_pages), VmaKind::Anon),
+            (FILE, len(idle_pages), VmaKind::File),
+            (HOT, len(hot_pages), VmaKind::Anon),
+        ],
+        ops,
+    );
+    let (out, m) = run(&small_machine(64, 64), &sim(), pet(), Box::new(w));
+    assert_eq!(
+        stat(&out, "captured_pblocks"),
+        2.0,
+        "the two anonymous mmaps"
+    );
+    let fast = |base: u64| {
+        (0..idle_pages)
+            .filter(|i| {
+                m.page(Pid(0), (base >> PAGE_SHIFT) + i)
+                    .is_some_and(|p| p.tier.is_fast())
+            })
+            .count() as u64
+    };
+    assert_eq!(
+        fast(FILE),
+        idle_pages,
+        "file pages stay where first touch put them"
+    );
+    assert!(
+        fast(ANON) < idle_pages / 2,
+        "the idle anonymous mapping is demoted: {} of {idle_pages} still fast",
+        fast(ANON)
+    );
+}
+
+#[test]
+fn oracle_06_a_block_seen_in_any_tick_of_the_window_stays_normal_an_unseen_one_goes_phase1() {
+    // Oracle 6 (§4.2): three 2 MiB blocks, written at the start (before the first
+    // sample is drawn). Block 0 is hot throughout; block 1 only for the first 3 s of
+    // the first 10 s scan window; block 2 never again. At the first scan (10 s) only
+    // block 2 goes to PHASE1; block 1, seen in some ticks of that window, stays
+    // NORMAL until the second scan (20 s), having been idle through the second
+    // window.
+    let steps = |extra: bool| {
+        let mut v = vec![step(&[0, 1, 2], &[0, 1], 3.0), step(&[], &[0], 7.4)];
+        if extra {
+            v.push(step(&[], &[0], 10.0));
+        }
+        Phases::new(2, 3, 2_000, vec![v])
+    };
+    let (first, _) = run(
+        &small_machine(64, 64),
+        &sim(),
+        pet(),
+        Box::new(steps(false)),
+    );
+    assert_eq!(
+        stat(&first, "scans"),
+        1.0,
+        "the run ends after the first scan"
+    );
+    assert_eq!(stat(&first, "to_phase1"), 1.0, "block 2 only");
+    assert_eq!(stat(&first, "pblocks_normal"), 2.0, "blocks 0 and 1");
+    let (second, _) = run(&small_machine(64, 64), &sim(), pet(), Box::new(steps(true)));
+    assert_eq!(stat(&second, "scans"), 2.0);
+    assert_eq!(
+        stat(&second, "to_phase1"),
+        2.0,
+        "block 1 at the second scan"
+    );
+    assert!(
+        stat(&second, "pblocks_normal") >= 1.0,
+        "block 0 stays NORMAL"
+    );
+}
+
+#[test]
 fn oracle_05_one_page_per_unit_is_checked_and_one_cleared_every_sampling_interval() {
     // Oracle 5: per tick, per NORMAL block, the previous sample's bit is tested and a
     // new page's bit cleared; over ≈ 9.5 s (before the first scan) with 6 blocks
