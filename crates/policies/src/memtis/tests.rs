@@ -187,6 +187,49 @@ fn oracle_18_21_22_split_helps_a_skewed_low_utilisation_workload() {
     assert_eq!(stat(with, "hist_total_pages"), rss(&runs[0].1) as f64);
 }
 
+/// Spec §7 oracle 23 (§4.3.1): a split is decided only from an estimate, and an
+/// estimate only after a quarter of the allocated pages' worth of samples since the
+/// last one, so nothing is split early in a run, however skewed its huge pages. The
+/// skewed script of oracles 18, 21 and 22 (32 huge pages: 16 384 tracked pages, an
+/// estimate per 4 096 samples until splits shrink it) cut short at 40 000 reads
+/// (~2 000 samples) splits nothing; at 2 M reads it splits, and never estimates more
+/// often than the window allows.
+#[test]
+fn oracle_23_no_split_before_a_quarter_of_the_pages_worth_of_samples() {
+    let hot_of = |h: u64| (0..8).map(|k| (h * 7 + k * 8) % 64).collect::<Vec<_>>();
+    let go = |reads: u64| {
+        run(
+            &huge_machine(),
+            &SimConfig::default(),
+            memtis(huge_script_cfg()),
+            Box::new(huge_page_script(64, &hot_of, reads)),
+        )
+        .0
+    };
+    let short = go(40_000);
+    let window = (NR_HUGE * SUBPAGES_PER_HUGE) as f64 / 4.0;
+    assert!(
+        stat(&short, "samples") < window,
+        "{}",
+        stat(&short, "samples")
+    );
+    assert_eq!(stat(&short, "split_estimates"), 0.0);
+    assert_eq!(stat(&short, "huge_pages_split"), 0.0);
+    let long = go(2_000_000);
+    let estimates = stat(&long, "split_estimates");
+    assert!(estimates >= 1.0 && stat(&long, "huge_pages_split") > 0.0);
+    // The window follows the allocated pages, which the splits shrink (freeing the
+    // never-written subpages): at least a quarter of the smallest footprint per
+    // estimate.
+    let smallest_window = stat(&long, "hist_total_pages") / 4.0;
+    assert!(smallest_window < window);
+    assert!(
+        estimates <= stat(&long, "samples") / smallest_window,
+        "{estimates} estimates from {} samples",
+        stat(&long, "samples")
+    );
+}
+
 /// §6.3.3 and spec §7 oracle 17: when hot huge pages are used uniformly (every
 /// subpage), eHR does not exceed rHR by 5% and nothing is split.
 #[test]
@@ -312,6 +355,45 @@ fn oracle_10_beats_autonuma_and_first_touch_on_gups() {
     assert!(mt.summary.fast_access_ratio > 0.5);
     assert_eq!(mt.summary.app_tiering_stall_seconds, 0.0);
     assert_eq!(mt.summary.hint_faults, 0);
+}
+
+/// Spec §7 oracle 15 (§6.2.8): a small hot set with a large fast tier (2:1). Once
+/// warm, more than 99.5% of memory accesses are served by the fast tier, and the hot
+/// threshold is low enough that one sample on a base page (hotness 512, bin 9) makes
+/// it hot: pages are promoted on their first sample. GUPS 32 MiB with every update on
+/// the hot tenth, placed beyond what first touch puts on the fast tier.
+#[test]
+fn oracle_15_small_hot_set_in_a_large_fast_tier_is_served_from_it() {
+    let w = Box::new(Gups::new(
+        &GupsConfig {
+            footprint_mib: 32,
+            nr_updates: 5_000_000,
+            hot_probability: 1.0,
+            // Beyond the two thirds that first touch puts on the fast tier.
+            hot_offset_fraction: 0.85,
+            ..GupsConfig::default()
+        },
+        7,
+    ));
+    let (out, _) = run(
+        &machine("2:1", ThpMode::Never),
+        &SimConfig::default(),
+        memtis(scaled()),
+        w,
+    );
+    let hot_pages = 32 * MIB / PAGE_SIZE / 10;
+    assert!(
+        out.summary.promoted_pages >= hot_pages * 9 / 10,
+        "promoted {} of ~{hot_pages} hot pages",
+        out.summary.promoted_pages
+    );
+    let last = out.series.rows.last().unwrap().fast_access_ratio;
+    assert!(last > 0.995, "fast-access ratio once warm: {last:.4}");
+    assert!(
+        stat(&out, "t_hot") <= 9.0,
+        "one sample (bin 9) must suffice: T_hot = {}",
+        stat(&out, "t_hot")
+    );
 }
 
 /// §4.1.1, §6.3.5 and spec §7 oracle 25: a miss-heavy workload (four GUPS threads)
