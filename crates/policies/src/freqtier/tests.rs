@@ -842,6 +842,51 @@ mod sim {
     }
 
     #[test]
+    fn oracle_16_a_cbf_shrunk_well_below_its_sized_capacity_tracks_worse() {
+        // §VII-E1: hit ratio and runtime degrade as the filter shrinks well below
+        // the size for a 10⁻³ false-positive rate, monotonically. GUPS 256 MiB at 1:8
+        // (≈ 7 300 fast pages), the intensity held at the top rate so only the
+        // filter differs: 4× the sized filter, sized (0 = auto), then 4 KiB and 1 KiB.
+        let go = |kib: u64| {
+            let cfg = FreqTierConfig {
+                cbf_size_kib: kib,
+                dynamic_intensity: false,
+                ..small_cfg(2_000, 600)
+            };
+            let (out, _) = run(
+                &no_llc("1:8"),
+                Box::new(FreqTier::new(cfg)),
+                gups(256, 8_000_000),
+            );
+            (
+                out.summary.fast_access_ratio,
+                out.summary.sim_seconds,
+                out.summary.policy_metadata_bytes,
+            )
+        };
+        let (sized, small, tiny) = (go(0), go(4), go(1));
+        let large = go(4 * sized.2 / 1024);
+        eprintln!("4x {large:?}, sized {sized:?}, 4 KiB {small:?}, 1 KiB {tiny:?}");
+        assert!(sized.2 > small.2 && small.2 > tiny.2, "the filter shrinks");
+        // And nothing is gained beyond the sized filter.
+        assert!(
+            (large.0 - sized.0).abs() < 0.01,
+            "4x the sized filter: {:.4} vs {:.4}",
+            large.0,
+            sized.0
+        );
+        assert!(
+            sized.0 + 0.005 >= small.0 && small.0 + 0.005 >= tiny.0,
+            "fast-access ratio must not rise as the filter shrinks"
+        );
+        assert!(
+            sized.0 > tiny.0 + 0.05,
+            "a 1 KiB filter tracks clearly worse"
+        );
+        assert!(tiny.1 > sized.1, "and the run is slower");
+    }
+
+    #[test]
     fn oracle_22_recency_promotes_touched_once_pages_freqtier_does_not() {
         // Fig. 3 misclassification, spec §7.22 and §7.13: with free fast memory,
         // autonuma promotes any page touched after its scan armed it; FreqTier only
