@@ -366,6 +366,77 @@ fn oracle_21_a_shorter_scan_interval_saves_more() {
     );
 }
 
+/// Six 4 MiB blocks written at the start; block 0 hot throughout, blocks 1 and 2
+/// idle for 40 s and then hot for 40 s, blocks 3–5 idle: the workload of the tuning
+/// oracles 21, 23 and 24.
+fn tuning_workload() -> Box<Phases> {
+    Box::new(Phases::new(
+        4,
+        6,
+        2_000,
+        vec![vec![
+            step(&[0, 1, 2, 3, 4, 5], &[0], 40.0),
+            step(&[], &[0, 1, 2], 40.0),
+        ]],
+    ))
+}
+
+#[test]
+fn oracle_23_a_higher_canary_ratio_means_more_canary_faults() {
+    // Oracle 23 (§5.3): PHASE2 demotes `canary_ratio_pct` of each temporary block
+    // and arms it; the blocks that turn hot again fault on their canaries, so more
+    // canaries, more faults. 5%, 10% (the default) and 20%.
+    let m = optane_machine(64, 64);
+    let faults = |pct: f64| {
+        let cfg = PetConfig {
+            canary_ratio_pct: pct,
+            ..PetConfig::default()
+        };
+        let out = run(&m, &sim(), Box::new(Pet::new(cfg)), tuning_workload()).0;
+        stat(&out, "phase2_canary_faults") + stat(&out, "demoted_canary_faults")
+    };
+    let (few, default, many) = (faults(5.0), faults(10.0), faults(20.0));
+    eprintln!("canary faults at 5% {few}, 10% {default}, 20% {many}");
+    assert!(few > 0.0, "returning blocks fault on their canaries");
+    assert!(
+        few <= default && default <= many && many > few,
+        "{few} {default} {many}"
+    );
+}
+
+#[test]
+fn oracle_24_the_maximum_pblock_size_has_little_effect() {
+    // Oracle 24 (§5.3): capping P-blocks at 2 MiB (each 4 MiB mmap becomes two)
+    // instead of 1 GiB changes the saving and the slowdown only a little.
+    let m = optane_machine(64, 64);
+    let base = run(&m, &sim(), baseline("first-touch"), tuning_workload()).0;
+    let go = |max_mb: u64| {
+        let cfg = PetConfig {
+            max_pblock_mb: max_mb,
+            temp_block_mb: 1,
+            ..PetConfig::default()
+        };
+        let out = run(&m, &sim(), Box::new(Pet::new(cfg)), tuning_workload()).0;
+        (
+            stat(&out, "captured_pblocks"),
+            saving(&out, &base),
+            slowdown(&out, &base),
+        )
+    };
+    let (small, large) = (go(2), go(1024));
+    eprintln!("(P-blocks, saving, slowdown) with 2 MiB {small:?}, 1 GiB {large:?}");
+    assert_eq!((small.0, large.0), (12.0, 6.0));
+    assert!(large.1 > 0.2, "PET saves memory here");
+    assert!(
+        (small.1 - large.1).abs() < 0.1,
+        "saving {small:?} vs {large:?}"
+    );
+    assert!(
+        (small.2 - large.2).abs() < 0.02,
+        "slowdown {small:?} vs {large:?}"
+    );
+}
+
 #[test]
 fn oracle_05_one_page_per_unit_is_checked_and_one_cleared_every_sampling_interval() {
     // Oracle 5: per tick, per NORMAL block, the previous sample's bit is tested and a
