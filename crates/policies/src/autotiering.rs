@@ -850,10 +850,7 @@ mod tests {
                 .tier
         }
 
-        fn stat(out: &RunOutput, name: &str) -> f64 {
-            let s = &out.summary.policy_stats;
-            s.iter().find(|(k, _)| k == name).unwrap().1
-        }
+        use crate::lru::test_scripts::stat;
 
         #[test]
         fn idle_fast_pages_lose_one_level_per_scan_pass() {

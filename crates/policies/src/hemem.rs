@@ -832,14 +832,7 @@ mod tests {
                 .tier
         }
 
-        fn stat(out: &tierkit_sim::RunOutput, name: &str) -> f64 {
-            out.summary
-                .policy_stats
-                .iter()
-                .find(|(k, _)| k == name)
-                .unwrap()
-                .1
-        }
+        use crate::lru::test_scripts::stat;
 
         #[test]
         fn a_slow_region_is_promoted_after_its_fourth_read_sample_and_not_before() {

@@ -39,14 +39,7 @@ pub(super) fn scaled(footprint_mib: f64, nr_procs: u32) -> ChronoConfig {
     }
 }
 
-fn stat(out: &RunOutput, name: &str) -> f64 {
-    out.summary
-        .policy_stats
-        .iter()
-        .find(|(k, _)| k == name)
-        .unwrap_or_else(|| panic!("no policy stat {name}"))
-        .1
-}
+use crate::lru::test_scripts::stat;
 
 /// Fast-tier share of memory accesses over the last `frac` of the run.
 fn late_fast_ratio(out: &RunOutput, frac: f64) -> f64 {

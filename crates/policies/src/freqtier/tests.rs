@@ -462,14 +462,7 @@ mod sim {
     use tierkit_sim::{MachineConfig, SimConfig};
     use tierkit_workloads::{Gups, GupsConfig};
 
-    fn stat(out: &RunOutput, name: &str) -> f64 {
-        out.summary
-            .policy_stats
-            .iter()
-            .find(|(n, _)| n == name)
-            .unwrap_or_else(|| panic!("no stat {name}"))
-            .1
-    }
+    use crate::lru::test_scripts::stat;
 
     fn run(m: &MachineConfig, p: Box<dyn Policy>, w: Box<dyn Workload>) -> (RunOutput, Machine) {
         testing::run(m, &SimConfig::default(), p, w)

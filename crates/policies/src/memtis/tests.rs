@@ -15,14 +15,7 @@ use tierkit_sim::testing::{read, run, small_machine, write, Script};
 use tierkit_sim::{MachineConfig, RunOutput, SimConfig};
 use tierkit_workloads::{Gups, GupsConfig};
 
-fn stat(out: &RunOutput, name: &str) -> f64 {
-    out.summary
-        .policy_stats
-        .iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no stat {name}"))
-        .1
-}
+use crate::lru::test_scripts::stat;
 
 /// MEMTIS with its intervals scaled to a 32 MiB footprint (fast tier ~1000 pages at
 /// 1:8): adaptation about once per fast tier's worth of samples, cooling 20× that (the
