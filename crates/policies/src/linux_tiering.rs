@@ -308,12 +308,13 @@ impl TieringPromotion {
             self.scanner.record_fault(f.pid, pages, true);
             return FaultOutcome::Stayed;
         }
-        if !self.should_promote(f, pages, mech) {
+        let fast = TierId::FAST;
+        let wm = mech.watermarks(fast);
+        if !self.should_promote(f, pages, wm, mech) {
             self.scanner.record_fault(f.pid, pages, false);
             return FaultOutcome::Stayed;
         }
-        let fast = TierId::FAST;
-        let outcome = if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
+        let outcome = if !migrate_balanced(mech.free_pages(fast), wm, pages) {
             self.stats.watermark_failed_pages += pages;
             FaultOutcome::NeedsReclaim
         } else {
@@ -339,10 +340,15 @@ impl TieringPromotion {
 
     /// `should_numa_migrate_memory` for a slow-tier fault: promote freely while the
     /// fast tier has plenty of free memory, else ask the throttle.
-    fn should_promote(&mut self, f: &HintFault, pages: u64, mech: &dyn Mechanisms) -> bool {
+    fn should_promote(
+        &mut self,
+        f: &HintFault,
+        pages: u64,
+        wm: Watermarks,
+        mech: &dyn Mechanisms,
+    ) -> bool {
         let fast = TierId::FAST;
         let now = mech.now();
-        let wm = mech.watermarks(fast);
         if free_space_enough(mech.free_pages(fast), mech.tiers()[0].capacity_pages, wm) {
             self.throttle.reset_threshold();
             self.stats.free_space_promotions += pages;

@@ -445,6 +445,18 @@ impl MglruPd {
                 }
             }
         }
+        self.end_kswapd_batch(demoted, looked, target, mech);
+    }
+
+    /// The end of a kswapd batch: count it, charge the list work, and come back after
+    /// the batch's busy time while demotion progresses and the target is not met.
+    fn end_kswapd_batch(
+        &mut self,
+        demoted: u64,
+        looked: u64,
+        target: u64,
+        mech: &mut dyn Mechanisms,
+    ) {
         self.stats.kswapd_demoted_pages += demoted;
         mech.charge_cpu(looked * LIST_OP_NS);
         if demoted > 0 && mech.free_pages(TierId::FAST) < target {
@@ -477,13 +489,7 @@ impl MglruPd {
             return;
         };
         let (demoted, looked) = self.evict(mech, upto, self.cfg.kswapd.batch_pages);
-        self.stats.kswapd_demoted_pages += demoted;
-        mech.charge_cpu(looked * LIST_OP_NS);
-        if demoted > 0 && mech.free_pages(TierId::FAST) < target {
-            let busy = self.cfg.kswapd.busy_ns(demoted, looked, mech);
-            self.kswapd_awake = true;
-            mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
-        }
+        self.end_kswapd_batch(demoted, looked, target, mech);
     }
 }
 
