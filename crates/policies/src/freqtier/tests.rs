@@ -790,16 +790,7 @@ mod sim {
         // GUPS over 4 GiB (90% of updates on a tenth) on `cxl`, tiering on the
         // application's CPUs, at the papers' time constants, sampled at 1/64.
         // Measured 2026-11-26: 40.5 s against 47.4 s.
-        let skewed = || {
-            Box::new(Gups::new(
-                &GupsConfig {
-                    footprint_mib: 4096,
-                    nr_updates: 1_000_000_000,
-                    ..GupsConfig::default()
-                },
-                7,
-            ))
-        };
+        let skewed = || gups(4096, 1_000_000_000);
         let ft = crate::faithful::run_registered("freqtier", &cxl("1:32"), 64, skewed());
         let an = crate::faithful::run_registered("linux-tiering-mglru", &cxl("1:16"), 64, skewed());
         assert!(

@@ -333,25 +333,26 @@ fn oracle_21_a_shorter_scan_interval_saves_more() {
     // with 10 s or 20 s: more fast memory saved against first-touch. The slowdown
     // half is not reproduced here: every slowdown is under 0.3% and the 20 s one is
     // the largest (docs/policies/pet.md).
-    let w = || {
-        Box::new(Phases::new(
-            4,
-            6,
-            2_000,
-            vec![vec![
-                step(&[0, 1, 2, 3, 4, 5], &[0], 40.0),
-                step(&[], &[1, 2], 40.0),
-            ]],
-        ))
-    };
     let m = optane_machine(64, 64);
-    let base = run(&m, &sim(), baseline("first-touch"), w()).0;
+    let base = run(
+        &m,
+        &sim(),
+        baseline("first-touch"),
+        tuning_workload(&[1, 2]),
+    )
+    .0;
     let go = |scan_ms: u64| {
         let cfg = PetConfig {
             scan_interval_ms: scan_ms,
             ..PetConfig::default()
         };
-        let out = run(&m, &sim(), Box::new(Pet::new(cfg)), w()).0;
+        let out = run(
+            &m,
+            &sim(),
+            Box::new(Pet::new(cfg)),
+            tuning_workload(&[1, 2]),
+        )
+        .0;
         (saving(&out, &base), slowdown(&out, &base))
     };
     let (short, default, long) = (go(5_000), go(10_000), go(20_000));
@@ -366,17 +367,17 @@ fn oracle_21_a_shorter_scan_interval_saves_more() {
     );
 }
 
-/// Six 4 MiB blocks written at the start; block 0 hot throughout, blocks 1 and 2
-/// idle for 40 s and then hot for 40 s, blocks 3–5 idle: the workload of the tuning
-/// oracles 21, 23 and 24.
-fn tuning_workload() -> Box<Phases> {
+/// Six 4 MiB blocks written at the start; block 0 hot for 40 s, then the blocks of
+/// `then_hot` for 40 s, the rest idle: the workload of the tuning oracles 21, 23
+/// and 24.
+fn tuning_workload(then_hot: &[usize]) -> Box<Phases> {
     Box::new(Phases::new(
         4,
         6,
         2_000,
         vec![vec![
             step(&[0, 1, 2, 3, 4, 5], &[0], 40.0),
-            step(&[], &[0, 1, 2], 40.0),
+            step(&[], then_hot, 40.0),
         ]],
     ))
 }
@@ -392,7 +393,13 @@ fn oracle_23_a_higher_canary_ratio_means_more_canary_faults() {
             canary_ratio_pct: pct,
             ..PetConfig::default()
         };
-        let out = run(&m, &sim(), Box::new(Pet::new(cfg)), tuning_workload()).0;
+        let out = run(
+            &m,
+            &sim(),
+            Box::new(Pet::new(cfg)),
+            tuning_workload(&[0, 1, 2]),
+        )
+        .0;
         stat(&out, "phase2_canary_faults") + stat(&out, "demoted_canary_faults")
     };
     let (few, default, many) = (faults(5.0), faults(10.0), faults(20.0));
@@ -409,14 +416,26 @@ fn oracle_24_the_maximum_pblock_size_has_little_effect() {
     // Oracle 24 (§5.3): capping P-blocks at 2 MiB (each 4 MiB mmap becomes two)
     // instead of 1 GiB changes the saving and the slowdown only a little.
     let m = optane_machine(64, 64);
-    let base = run(&m, &sim(), baseline("first-touch"), tuning_workload()).0;
+    let base = run(
+        &m,
+        &sim(),
+        baseline("first-touch"),
+        tuning_workload(&[0, 1, 2]),
+    )
+    .0;
     let go = |max_mb: u64| {
         let cfg = PetConfig {
             max_pblock_mb: max_mb,
             temp_block_mb: 1,
             ..PetConfig::default()
         };
-        let out = run(&m, &sim(), Box::new(Pet::new(cfg)), tuning_workload()).0;
+        let out = run(
+            &m,
+            &sim(),
+            Box::new(Pet::new(cfg)),
+            tuning_workload(&[0, 1, 2]),
+        )
+        .0;
         (
             stat(&out, "captured_pblocks"),
             saving(&out, &base),
