@@ -87,6 +87,14 @@ impl PageIds {
         (vpn < s + n).then(|| base + (vpn - s) as u32)
     }
 
+    /// The mapping `id` belongs to: `(first id, pid, start vpn, pages)`.
+    fn entry_of(&self, id: u32) -> Option<&(u32, Pid, Vpn, u64)> {
+        // Entries are appended with increasing first ids.
+        let i = self.starts.partition_point(|e| e.0 <= id).checked_sub(1)?;
+        let e = &self.starts[i];
+        (((id - e.0) as u64) < e.3).then_some(e)
+    }
+
     fn len(&self) -> usize {
         self.next as usize
     }
@@ -173,39 +181,43 @@ impl Future {
 
 /// Pick the page units to hold in the fast tier: the hottest by `counts`, up to
 /// `budget_pages` base pages, huge pages counted as 512 with the sum of their subpages'
-/// counts. Returns a per-id membership vector.
+/// counts. `touched` lists, in increasing order, every id whose count is not zero: only
+/// those can make a unit, so the choice costs what the epoch touched, not what the
+/// workload maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Returns a
+/// per-id membership vector.
 fn choose_fast_set(
     counts: &[u32],
+    touched: &[u32],
     ids: &PageIds,
     mech: &dyn Mechanisms,
     budget_pages: u64,
 ) -> Vec<bool> {
     // (count, id of the unit head, pages)
     let mut units: Vec<(u64, u32, u64)> = Vec::new();
-    for &(base, pid, start, nr) in &ids.starts {
-        let mut vpn = start;
-        while vpn < start + nr {
-            let id = base + (vpn - start) as u32;
-            let huge = mech.page(pid, vpn).is_some_and(|p| p.huge);
-            if huge {
-                let head = huge_head(vpn);
-                let end = (head + SUBPAGES_PER_HUGE).min(start + nr);
-                let first = base + (head.max(start) - start) as u32;
-                let last = base + (end - start) as u32;
-                let sum: u64 = counts[first as usize..last as usize]
-                    .iter()
-                    .map(|&c| c as u64)
-                    .sum();
-                if sum > 0 {
-                    units.push((sum, first, SUBPAGES_PER_HUGE));
-                }
-                vpn = end;
-            } else {
-                if counts[id as usize] > 0 {
-                    units.push((counts[id as usize] as u64, id, 1));
-                }
-                vpn += 1;
+    // The huge unit last added: touched ids come in order, so a unit's subpages meet it
+    // one after another.
+    let mut last_huge: Option<u32> = None;
+    for &id in touched {
+        let Some(&(base, pid, start, nr)) = ids.entry_of(id) else {
+            continue;
+        };
+        let vpn = start + (id - base) as u64;
+        if mech.page(pid, vpn).is_some_and(|p| p.huge) {
+            let head = huge_head(vpn);
+            let end = (head + SUBPAGES_PER_HUGE).min(start + nr);
+            let first = base + (head.max(start) - start) as u32;
+            if last_huge == Some(first) {
+                continue;
             }
+            last_huge = Some(first);
+            let last = base + (end - start) as u32;
+            let sum: u64 = counts[first as usize..last as usize]
+                .iter()
+                .map(|&c| c as u64)
+                .sum();
+            units.push((sum, first, SUBPAGES_PER_HUGE));
+        } else {
+            units.push((counts[id as usize] as u64, id, 1));
         }
     }
     // Hottest first; ties by id so the choice is deterministic.
@@ -294,6 +306,8 @@ pub struct Oracle {
     buf: VecDeque<u32>,
     buf_start: u64,
     counts: Vec<u32>,
+    /// The ids whose count is not zero, in increasing order.
+    touched: Vec<u32>,
     set: Vec<bool>,
     last_epoch_start: Option<u64>,
     evictable: VecDeque<(Pid, Vpn)>,
@@ -309,6 +323,7 @@ impl Oracle {
             buf: VecDeque::new(),
             buf_start: 0,
             counts: Vec::new(),
+            touched: Vec::new(),
             set: Vec::new(),
             last_epoch_start: None,
             evictable: VecDeque::new(),
@@ -334,11 +349,20 @@ impl Oracle {
                 None => break,
             }
         }
-        self.counts.clear();
+        // Zero only what the last window counted: the id space is the whole mapping.
+        for &id in &self.touched {
+            self.counts[id as usize] = 0;
+        }
+        self.touched.clear();
         self.counts.resize(fut.ids.len(), 0);
         for &id in self.buf.iter().take(n as usize) {
-            self.counts[id as usize] = self.counts[id as usize].saturating_add(1);
+            let c = &mut self.counts[id as usize];
+            if *c == 0 {
+                self.touched.push(id);
+            }
+            *c = c.saturating_add(1);
         }
+        self.touched.sort_unstable();
     }
 
     fn on_epoch(&mut self, mech: &mut dyn Mechanisms) {
@@ -352,7 +376,13 @@ impl Oracle {
         let Some(fut) = self.future.as_ref() else {
             return;
         };
-        self.set = choose_fast_set(&self.counts, &fut.ids, mech, fast_budget(mech));
+        self.set = choose_fast_set(
+            &self.counts,
+            &self.touched,
+            &fut.ids,
+            mech,
+            fast_budget(mech),
+        );
         rebalance(&self.set, &self.counts, &fut.ids, mech);
         self.evictable.clear();
         self.epochs += 1;
@@ -444,8 +474,11 @@ impl Policy for OracleStatic {
             counts[id as usize] = counts[id as usize].saturating_add(1);
         }
         counts.resize(fut.ids.len(), 0);
+        let touched: Vec<u32> = (0..counts.len() as u32)
+            .filter(|&id| counts[id as usize] > 0)
+            .collect();
         // No page exists yet, so none is huge: with THP, count 2 MiB units instead.
-        self.set = choose_fast_set(&counts, &fut.ids, mech, fast_budget(mech));
+        self.set = choose_fast_set(&counts, &touched, &fut.ids, mech, fast_budget(mech));
         self.ids = fut.ids;
     }
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
