@@ -648,3 +648,298 @@ fn oracle_26_metadata_is_at_most_8_bytes_per_base_page() {
         }
     }
 }
+
+/// One `migrate` call the policy made, seen by [`Spy`].
+#[derive(Debug, Clone, Copy)]
+struct SeenMove {
+    key: Key,
+    to: TierId,
+    /// Free fast-tier pages just before the call.
+    free_fast_before: u64,
+    done: bool,
+}
+
+/// The machine's mechanisms, passed through, with every `migrate` call logged: what
+/// the policy moved, and what the fast tier looked like when it decided to.
+struct Spy<'a> {
+    inner: &'a mut dyn Mechanisms,
+    moves: Vec<SeenMove>,
+}
+
+impl Mechanisms for Spy<'_> {
+    fn now(&self) -> Nanos {
+        self.inner.now()
+    }
+    fn tiers(&self) -> &[TierInfo] {
+        self.inner.tiers()
+    }
+    fn free_pages(&self, tier: TierId) -> u64 {
+        self.inner.free_pages(tier)
+    }
+    fn watermarks(&self, tier: TierId) -> Watermarks {
+        self.inner.watermarks(tier)
+    }
+    fn processes(&self) -> Vec<Pid> {
+        self.inner.processes()
+    }
+    fn vmas(&self, pid: Pid) -> Vec<Vma> {
+        self.inner.vmas(pid)
+    }
+    fn rss_pages(&self, pid: Pid) -> u64 {
+        self.inner.rss_pages(pid)
+    }
+    fn pages_per_simulated_page(&self) -> u64 {
+        self.inner.pages_per_simulated_page()
+    }
+    fn access_count(&self) -> Option<u64> {
+        self.inner.access_count()
+    }
+    fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo> {
+        self.inner.page(pid, vpn)
+    }
+    fn walk_pages(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64 {
+        self.inner.walk_pages(pid, start_vpn, nr_pages, f)
+    }
+    fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool {
+        self.inner.arm_hint_fault(pid, vpn)
+    }
+    fn arm_range(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier_filter: Option<TierId>,
+    ) -> u64 {
+        self.inner.arm_range(pid, start_vpn, nr_pages, tier_filter)
+    }
+    fn test_and_clear_young(&mut self, pid: Pid, vpn: Vpn) -> Option<bool> {
+        self.inner.test_and_clear_young(pid, vpn)
+    }
+    fn set_sample_period(&mut self, kind: SampleKind, period: u64) {
+        self.inner.set_sample_period(kind, period)
+    }
+    fn schedule(&mut self, at: Nanos, id: TimerId, runner: Runner) {
+        self.inner.schedule(at, id, runner)
+    }
+    fn charge_cpu(&mut self, ns: u64) {
+        self.inner.charge_cpu(ns)
+    }
+    fn random(&mut self) -> u64 {
+        self.inner.random()
+    }
+    fn migrate(
+        &mut self,
+        pid: Pid,
+        vpn: Vpn,
+        to: TierId,
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        let free_fast_before = self.inner.free_pages(TierId::FAST);
+        let r = self.inner.migrate(pid, vpn, to, mode);
+        self.moves.push(SeenMove {
+            key: (pid, vpn),
+            to,
+            free_fast_before,
+            done: r.is_ok(),
+        });
+        r
+    }
+    fn exchange(
+        &mut self,
+        a: (Pid, Vpn),
+        b: (Pid, Vpn),
+        mode: MigrateMode,
+    ) -> Result<(), MigrateError> {
+        self.inner.exchange(a, b, mode)
+    }
+    fn split_huge(&mut self, pid: Pid, vpn: Vpn, free_zero_subpages: bool) -> Option<u64> {
+        self.inner.split_huge(pid, vpn, free_zero_subpages)
+    }
+    fn collapse_huge(&mut self, pid: Pid, vpn: Vpn, tier: TierId) -> Result<(), MigrateError> {
+        self.inner.collapse_huge(pid, vpn, tier)
+    }
+}
+
+/// What [`Checked`] found over a run.
+#[derive(Debug, Default)]
+struct MigrationAudit {
+    promotions: u64,
+    cold_demotions: u64,
+    warm_demotions: u64,
+    /// Each broken rule, with the time and the unit.
+    violations: Vec<String>,
+}
+
+/// MEMTIS run through a [`Spy`], every migration checked against §4.2.3 right after
+/// the event that made it (thresholds only change on samples, so the classes seen
+/// then are the ones the decision saw).
+struct Checked {
+    inner: Memtis,
+    audit: std::sync::Arc<std::sync::Mutex<MigrationAudit>>,
+}
+
+impl Policy for Checked {
+    fn name(&self) -> &'static str {
+        "memtis"
+    }
+    fn requirements(&self) -> Requirements {
+        self.inner.requirements()
+    }
+    fn init(&mut self, mech: &mut dyn Mechanisms) {
+        self.inner.init(mech)
+    }
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        self.inner.stats()
+    }
+    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
+        let pending_before = self.inner.promotion_pages;
+        let mut spy = Spy {
+            inner: mech,
+            moves: Vec::new(),
+        };
+        self.inner.on_event(event, &mut spy);
+        let moves = spy.moves;
+        if moves.is_empty() {
+            return;
+        }
+        let now = mech.now();
+        let m = &self.inner;
+        let mut audit = self.audit.lock().unwrap();
+        let mut bad = |what: String| audit.violations.push(format!("at {now} ns: {what}"));
+        // Oracle 10: no migration in the sampling or allocation path.
+        if !matches!(event, Event::Timer { .. }) {
+            bad(format!("{} migrations inside {event:?}", moves.len()));
+        }
+        let promo_reserve = m.pct_of_fast(m.cfg.promotion_watermark_pct);
+        let demotion_wm = m.pct_of_fast(m.cfg.demotion_watermark_pct);
+        let mut first_demotion = true;
+        let mut warm_seen = false;
+        let class_of = |key: &Key| m.pages.units.get(key).map(|u| (m.pages.class(u), u.pages()));
+        let mut audit_counts = (0u64, 0u64, 0u64);
+        for mv in moves.iter().filter(|mv| mv.done) {
+            let Some((class, pages)) = class_of(&mv.key) else {
+                continue;
+            };
+            if mv.to.is_fast() {
+                // Oracle 11: only hot pages, only with the reserve kept free.
+                audit_counts.0 += 1;
+                if class != Class::Hot {
+                    bad(format!("promoted {:?}, a {class:?} unit", mv.key));
+                }
+                if mv.free_fast_before < promo_reserve + pages {
+                    bad(format!(
+                        "promoted {:?} with {} free fast pages (reserve {promo_reserve} + {pages})",
+                        mv.key, mv.free_fast_before
+                    ));
+                }
+            } else {
+                // Oracle 12: demotion starts below the free-space threshold (or below
+                // what the waiting promotions need), cold pages first, never hot ones.
+                if first_demotion {
+                    first_demotion = false;
+                    let want = promo_reserve + pending_before;
+                    if mv.free_fast_before >= demotion_wm.max(want) {
+                        bad(format!(
+                            "demotion began with {} free fast pages (threshold {demotion_wm}, \
+                             waiting promotions need {want})",
+                            mv.free_fast_before
+                        ));
+                    }
+                }
+                match class {
+                    Class::Hot => bad(format!("demoted {:?}, a hot unit", mv.key)),
+                    Class::Warm => {
+                        warm_seen = true;
+                        audit_counts.2 += 1;
+                    }
+                    Class::Cold => {
+                        audit_counts.1 += 1;
+                        if warm_seen {
+                            bad(format!("demoted cold {:?} after a warm unit", mv.key));
+                        }
+                    }
+                }
+            }
+        }
+        if warm_seen {
+            // Warm pages go only when the cold ones are not enough: none is left.
+            let cold_left = m
+                .pages
+                .units
+                .values()
+                .filter(|u| u.tier().is_fast() && m.pages.class(u) == Class::Cold)
+                .count();
+            if cold_left > 0 {
+                bad(format!(
+                    "warm units demoted while {cold_left} cold ones stay fast"
+                ));
+            }
+        }
+        audit.promotions += audit_counts.0;
+        audit.cold_demotions += audit_counts.1;
+        audit.warm_demotions += audit_counts.2;
+    }
+}
+
+/// Run MEMTIS with every migration checked (see [`Checked`]).
+fn audited(
+    machine: &MachineConfig,
+    cfg: MemtisConfig,
+    workload: Box<dyn Workload>,
+) -> (RunOutput, MigrationAudit) {
+    let audit = std::sync::Arc::new(std::sync::Mutex::new(MigrationAudit::default()));
+    let policy = Checked {
+        inner: Memtis::new(cfg),
+        audit: audit.clone(),
+    };
+    let (out, _) = run(machine, &SimConfig::default(), Box::new(policy), workload);
+    let audit = std::mem::take(&mut *audit.lock().unwrap());
+    (out, audit)
+}
+
+/// Spec §7 oracles 11 and 12 (§4.2.3), checked at every migration of two runs: GUPS
+/// at 1:8 (a hot set that starts on the slow tier) and the warm-band script of oracle
+/// 13 (pages hovering at the threshold, so warm ones must go too). Every promotion
+/// moves a hot capacity-tier page while the promotion reserve stays free; every
+/// demotion batch starts only below the 2% free-space threshold (or below what the
+/// waiting promotions need), takes cold pages before warm ones, takes warm ones only
+/// once no cold page is left in the fast tier, and never takes a hot one. And (oracle
+/// 10) nothing migrates outside kmigrated's timers.
+#[test]
+fn oracle_11_12_promotion_gate_and_demotion_order() {
+    let runs = [
+        audited(
+            &machine("1:8", ThpMode::Never),
+            scaled(),
+            gups(32, 3_000_000),
+        ),
+        audited(
+            &small_machine(4, 256),
+            huge_script_cfg(),
+            Box::new(warm_script(4_000_000)),
+        ),
+    ];
+    for (out, audit) in &runs {
+        assert!(
+            audit.violations.is_empty(),
+            "{} violations, the first: {:?}",
+            audit.violations.len(),
+            &audit.violations[..audit.violations.len().min(3)]
+        );
+        assert!(audit.promotions > 100, "{audit:?}");
+        assert!(audit.cold_demotions > 100, "{audit:?}");
+        assert_eq!(
+            audit.promotions,
+            out.summary.promoted_pages,
+            "every promotion was seen (base pages only here)"
+        );
+    }
+    // The warm-band script makes warm pages go as well, so that rule was exercised.
+    assert!(runs[1].1.warm_demotions > 0, "{:?}", runs[1].1);
+}
