@@ -820,7 +820,12 @@ impl Policy for Checked {
         let demotion_wm = m.pct_of_fast(m.cfg.demotion_watermark_pct);
         let mut first_demotion = true;
         let mut warm_seen = false;
-        let class_of = |key: &Key| m.pages.units.get(key).map(|u| (m.pages.class(u), u.pages()));
+        let class_of = |key: &Key| {
+            m.pages
+                .units
+                .get(key)
+                .map(|u| (m.pages.class(u), u.pages()))
+        };
         let mut audit_counts = (0u64, 0u64, 0u64);
         for mv in moves.iter().filter(|mv| mv.done) {
             let Some((class, pages)) = class_of(&mv.key) else {
@@ -935,8 +940,7 @@ fn oracle_11_12_promotion_gate_and_demotion_order() {
         assert!(audit.promotions > 100, "{audit:?}");
         assert!(audit.cold_demotions > 100, "{audit:?}");
         assert_eq!(
-            audit.promotions,
-            out.summary.promoted_pages,
+            audit.promotions, out.summary.promoted_pages,
             "every promotion was seen (base pages only here)"
         );
     }
