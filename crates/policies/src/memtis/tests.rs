@@ -75,6 +75,16 @@ const NR_HUGE: u64 = 32;
 /// THP bloat, Btree-like when small); `hot_of(h)` lists the hot subpages of huge page
 /// `h`. 90% of the reads go to hot subpages, 10% anywhere in the written part.
 fn huge_page_script(written: u64, hot_of: &dyn Fn(u64) -> Vec<u64>, nr_reads: u64) -> Script {
+    huge_page_script_then(written, hot_of, nr_reads, Vec::new())
+}
+
+/// [`huge_page_script`] followed by the operations `then`.
+fn huge_page_script_then(
+    written: u64,
+    hot_of: &dyn Fn(u64) -> Vec<u64>,
+    nr_reads: u64,
+    then: Vec<Op>,
+) -> Script {
     let len = NR_HUGE * HUGE_PAGE_SIZE;
     let mut ops = Vec::new();
     for h in 0..NR_HUGE {
@@ -100,6 +110,7 @@ fn huge_page_script(written: u64, hot_of: &dyn Fn(u64) -> Vec<u64>, nr_reads: u6
         };
         ops.push(read(BASE + page * PAGE_SIZE + (r >> 40) % 64 * 64, 0));
     }
+    ops.extend(then);
     Script::new(len).process(&[(BASE, len)], ops)
 }
 
@@ -1089,4 +1100,59 @@ fn oracle_07_hot_set_follows_a_phase_change() {
     );
     assert!(stat(&out, "new_region_hot") >= 0.9 * SHIFT_HOT as f64);
     assert!(stat(&out, "new_region_fast") >= 0.9 * SHIFT_HOT as f64);
+}
+
+/// Spec §7 oracle 24 (§4.3.3): a 2 MiB region is coalesced only when all 512 of its
+/// base pages are hot, and that is rare. The skewed script of oracle 18 with every
+/// subpage written (so a split frees none) first makes MEMTIS split its huge pages;
+/// then two split regions turn uniformly hot, one on all 512 subpages and one on all
+/// but its last. Only the first is collapsed back, into the fast tier; the other
+/// stays 512 base pages, and collapses are a small fraction of splits.
+#[test]
+fn oracle_24_coalesce_only_all_hot_regions() {
+    let hot_of = |h: u64| (0..8).map(|k| (h * 7 + k * 8) % 64).collect::<Vec<_>>();
+    // The two regions that turn hot (huge pages 30 and 31 of the script).
+    let full = BASE / PAGE_SIZE + 30 * SUBPAGES_PER_HUGE;
+    let all_but_one = full + SUBPAGES_PER_HUGE;
+    let mut rng = Rng(0x0dd_b1a5_e5ca_1ab1);
+    let mut then: Vec<Op> = Vec::new();
+    for _ in 0..3_000_000u64 {
+        let r = rng.next();
+        let vpn = if r.is_multiple_of(2) {
+            full + (r >> 8) % SUBPAGES_PER_HUGE
+        } else {
+            all_but_one + (r >> 8) % (SUBPAGES_PER_HUGE - 1)
+        };
+        then.push(read(vpn * PAGE_SIZE + (r >> 40) % 64 * 64, 0));
+    }
+    let w = huge_page_script_then(SUBPAGES_PER_HUGE, &hot_of, 2_000_000, then);
+    let policy = Probed {
+        inner: Memtis::new(huge_script_cfg()),
+        probe: |m| {
+            let state = |head: Vpn| match m.pages.units.get(&(Pid(0), head)) {
+                Some(u) if u.is_huge() => (1.0, u.tier().is_fast() as u64 as f64),
+                _ => (0.0, 0.0),
+            };
+            let head = BASE / PAGE_SIZE + 30 * SUBPAGES_PER_HUGE;
+            let (full_huge, full_fast) = state(head);
+            let (other_huge, _) = state(head + SUBPAGES_PER_HUGE);
+            vec![
+                ("full_region_huge", full_huge),
+                ("full_region_fast", full_fast),
+                ("all_but_one_region_huge", other_huge),
+            ]
+        },
+    };
+    let (out, _) = run(&huge_machine(), &SimConfig::default(), Box::new(policy), Box::new(w));
+    let split = stat(&out, "huge_pages_split");
+    assert!(split >= 16.0, "the skewed phase splits: {split}");
+    assert!(stat(&out, "coalesced") >= 1.0);
+    assert_eq!(stat(&out, "full_region_huge"), 1.0);
+    assert_eq!(stat(&out, "full_region_fast"), 1.0);
+    assert_eq!(stat(&out, "all_but_one_region_huge"), 0.0);
+    assert!(
+        stat(&out, "coalesced") <= split / 8.0,
+        "{} collapses for {split} splits",
+        stat(&out, "coalesced")
+    );
 }
