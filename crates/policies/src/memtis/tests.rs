@@ -1143,7 +1143,12 @@ fn oracle_24_coalesce_only_all_hot_regions() {
             ]
         },
     };
-    let (out, _) = run(&huge_machine(), &SimConfig::default(), Box::new(policy), Box::new(w));
+    let (out, _) = run(
+        &huge_machine(),
+        &SimConfig::default(),
+        Box::new(policy),
+        Box::new(w),
+    );
     let split = stat(&out, "huge_pages_split");
     assert!(split >= 16.0, "the skewed phase splits: {split}");
     assert!(stat(&out, "coalesced") >= 1.0);
@@ -1155,4 +1160,98 @@ fn oracle_24_coalesce_only_all_hot_regions() {
         "{} collapses for {split} splits",
         stat(&out, "coalesced")
     );
+}
+
+/// Spec §7 oracle 28 (§8, the sampling blind spot): a page that is never sampled keeps
+/// its initial hotness, decayed by cooling, however often it is used. 64 pages read
+/// over and over, one line each, stay in the LLC, so no access of theirs is a miss to
+/// sample; 64 others are never read after their first write. Meanwhile random reads
+/// over 64 MiB miss and drive sampling and cooling. At the end the two groups are
+/// indistinguishable to MEMTIS: every page of both has the same hotness, the T_hot
+/// they started at halved by each cooling since (measured: 1024 halved once, 512).
+#[test]
+fn oracle_28_unsampled_pages_cannot_be_ranked() {
+    const N: u64 = 64;
+    const FAR: u64 = 16_384;
+    let (used, idle, far) = (BASE, BASE + N * PAGE_SIZE, BASE + 2 * N * PAGE_SIZE);
+    let len = (2 * N + FAR) * PAGE_SIZE;
+    // The far region first, until sampling has raised T_hot; then the two groups are
+    // allocated (starting at the T_hot of that moment) and the used one is read.
+    let mut ops: Vec<Op> = (0..FAR).map(|p| write(far + p * PAGE_SIZE, 0)).collect();
+    let mut rng = Rng(0x7a11_5eed_0bad_cafe);
+    let mut far_read = |ops: &mut Vec<Op>| {
+        let r = rng.next();
+        ops.push(read(
+            far + (r >> 8) % FAR * PAGE_SIZE + (r >> 40) % 64 * 64,
+            0,
+        ));
+    };
+    for _ in 0..N * 10_000 {
+        far_read(&mut ops);
+    }
+    for p in 0..2 * N {
+        ops.push(write(BASE + p * PAGE_SIZE, 0));
+    }
+    for _ in 0..10_000 {
+        for p in 0..N {
+            ops.push(read(used + p * PAGE_SIZE, 0));
+            far_read(&mut ops);
+        }
+    }
+    let w = Script::new(len).process(&[(BASE, len)], ops);
+    let policy = Probed {
+        inner: Memtis::new(huge_script_cfg()),
+        probe: |m| {
+            let hotness = |first: u64| -> (f64, f64) {
+                let h: Vec<u32> = (0..N)
+                    .filter_map(|p| m.pages.units.get(&(Pid(0), first / PAGE_SIZE + p)))
+                    .map(|u| u.h())
+                    .collect();
+                let lo = h.iter().min().copied().unwrap_or(u32::MAX);
+                let hi = h.iter().max().copied().unwrap_or(u32::MAX);
+                (lo as f64, hi as f64)
+            };
+            let (used_lo, used_hi) = hotness(BASE);
+            let (idle_lo, idle_hi) = hotness(BASE + N * PAGE_SIZE);
+            vec![
+                ("used_h_min", used_lo),
+                ("used_h_max", used_hi),
+                ("idle_h_min", idle_lo),
+                ("idle_h_max", idle_hi),
+                ("initial_h_now", m.pages.initial_h() as f64),
+            ]
+        },
+    };
+    let machine = MachineConfig {
+        llc_enabled: true,
+        ..small_machine(8, 256)
+    };
+    let (out, _) = run(
+        &machine,
+        &SimConfig::default(),
+        Box::new(policy),
+        Box::new(w),
+    );
+    assert!(stat(&out, "samples") > 10_000.0);
+    assert!(stat(&out, "coolings") >= 2.0);
+    // The used pages' 640 k reads all hit the LLC: no more accesses reached memory
+    // than the first writes and the far reads.
+    let far_reads = 20_000 * N;
+    assert!(
+        out.summary.mem_accesses <= 2 * N + FAR + far_reads,
+        "{}",
+        out.summary.mem_accesses
+    );
+    assert!(stat(&out, "idle_h_min") > 0.0);
+    for k in ["used_h_min", "used_h_max", "idle_h_min", "idle_h_max"] {
+        assert_eq!(
+            stat(&out, k),
+            stat(&out, "idle_h_min"),
+            "{k}: used pages {}–{}, idle pages {}–{}",
+            stat(&out, "used_h_min"),
+            stat(&out, "used_h_max"),
+            stat(&out, "idle_h_min"),
+            stat(&out, "idle_h_max")
+        );
+    }
 }
