@@ -1255,3 +1255,63 @@ fn oracle_28_unsampled_pages_cannot_be_ranked() {
         );
     }
 }
+
+/// Spec §7 oracle 27 (§6.3.4): adaptation intervals of 0.1× to 1× the default and
+/// cooling intervals of 0.1× to 10× barely change the result, while an adaptation
+/// interval 10× the default (the paper's 1 M samples) hurts with a small fast tier.
+/// GUPS 32 MiB at 1:8 with the intervals scaled to it (default adaptation 1 000,
+/// cooling 20 000 samples); the table in `docs/policies/memtis.md` is generated here.
+#[test]
+fn oracle_27_interval_sensitivity() {
+    let m = machine("1:8", ThpMode::Never);
+    let go = |adapt: u64, cool: u64| {
+        let cfg = MemtisConfig {
+            adapt_interval_samples: adapt,
+            cooling_interval_samples: cool,
+            ..scaled()
+        };
+        run(&m, &SimConfig::default(), memtis(cfg), gups(32, 10_000_000)).0
+    };
+    let cases = [
+        ("100 / 20 000 (adaptation 0.1×)", 100, 20_000),
+        ("1 000 / 20 000 (default)", 1_000, 20_000),
+        ("10 000 / 20 000 (adaptation 10×)", 10_000, 20_000),
+        ("1 000 / 2 000 (cooling 0.1×)", 1_000, 2_000),
+        ("1 000 / 200 000 (cooling 10×)", 1_000, 200_000),
+    ];
+    let mut table = String::from(
+        "| adaptation / cooling (samples) | runtime | fast access | promoted pages |\n|---|---|---|---|\n",
+    );
+    let mut runtime = Vec::new();
+    for (label, adapt, cool) in cases {
+        let out = go(adapt, cool);
+        table.push_str(&format!(
+            "| {label} | {:.3} s | {:.1}% | {} |\n",
+            out.summary.sim_seconds,
+            100.0 * out.summary.fast_access_ratio,
+            out.summary.promoted_pages
+        ));
+        runtime.push(out.summary.sim_seconds);
+    }
+    tierkit_core::doc_tables::check_generated(
+        "policies/memtis.md",
+        "memtis-intervals",
+        &table,
+        "oracle_27_interval_sensitivity",
+    );
+    let default = runtime[1];
+    for (i, t) in runtime.iter().enumerate() {
+        if i != 2 {
+            assert!(
+                (t / default - 1.0).abs() <= 0.03,
+                "{}: {t} s against {default} s",
+                cases[i].0
+            );
+        }
+    }
+    assert!(
+        runtime[2] > 1.05 * default,
+        "adaptation 10×: {} s against {default} s",
+        runtime[2]
+    );
+}
