@@ -1315,3 +1315,59 @@ fn oracle_27_interval_sensitivity() {
         runtime[2]
     );
 }
+
+/// Spec §7 oracle 9 (§2.2, Fig. 2 against Fig. 9): a static threshold (HeMem: 4
+/// samples make a page hot) finds a hot set whose size is the workload's, not the fast
+/// tier's; MEMTIS's adapts to the fast tier. GUPS 256 MiB (a hot tenth, 13 HeMem
+/// regions) at 1:8 and 1:2: HeMem's hot set is the same 13 regions at both, under a
+/// third of the larger fast tier; MEMTIS's is as close to either fast tier as its
+/// bins allow (it fits, and with the warm band it would not) and grows with it
+/// (measured: 6 500 and 10 400 pages, 0.89 and 0.48 of the fast tier).
+#[test]
+fn oracle_09_static_threshold_does_not_track_the_fast_tier() {
+    let cfg = MemtisConfig {
+        // The scaled intervals of `scaled()` for 8× the footprint.
+        adapt_interval_samples: 8_000,
+        cooling_interval_samples: 160_000,
+        ..scaled()
+    };
+    let (mut memtis_hot, mut hemem_hot) = (Vec::new(), Vec::new());
+    for ratio in ["1:8", "1:2"] {
+        let m = machine(ratio, ThpMode::Never);
+        let (mt, _) = run(
+            &m,
+            &SimConfig::default(),
+            memtis(cfg.clone()),
+            gups(256, 12_000_000),
+        );
+        // As close to the fast tier as the bins allow: the hot set fits, and with the
+        // next bin down (the warm band) it would not.
+        let hot = stat(&mt, "hot_set_fraction_steady_mean");
+        let warm = stat(&mt, "warm_set_fraction_mean");
+        assert!(
+            hot <= 1.0 && hot + warm >= 1.0,
+            "{ratio}: MEMTIS's hot set is {hot} of the fast tier, the warm band {warm}"
+        );
+        memtis_hot.push(hot * stat(&mt, "fast_tier_pages"));
+        let (hm, _) = run(
+            &m,
+            &SimConfig::default(),
+            Box::new(crate::Hemem::new(crate::HememConfig::default())),
+            gups(256, 12_000_000),
+        );
+        let regions = stat(&hm, "fast_hot_regions") + stat(&hm, "slow_hot_regions");
+        let fast_regions = stat(&mt, "fast_tier_pages") / SUBPAGES_PER_HUGE as f64;
+        hemem_hot.push((regions, fast_regions));
+    }
+    let ((small_hot, small_fast), (large_hot, large_fast)) = (hemem_hot[0], hemem_hot[1]);
+    assert!(
+        small_hot > 0.0 && (small_hot - large_hot).abs() <= 1.0,
+        "{hemem_hot:?}"
+    );
+    assert!(small_hot >= 0.5 * small_fast, "{hemem_hot:?}");
+    assert!(large_hot <= large_fast / 3.0, "{hemem_hot:?}");
+    assert!(
+        memtis_hot[1] > 1.4 * memtis_hot[0],
+        "MEMTIS's hot set grows with the fast tier: {memtis_hot:?} pages"
+    );
+}
