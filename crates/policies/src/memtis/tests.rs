@@ -1173,7 +1173,8 @@ fn oracle_24_coalesce_only_all_hot_regions() {
 fn oracle_28_unsampled_pages_cannot_be_ranked() {
     const N: u64 = 64;
     const FAR: u64 = 16_384;
-    let (used, idle, far) = (BASE, BASE + N * PAGE_SIZE, BASE + 2 * N * PAGE_SIZE);
+    const IDLE: u64 = BASE + N * PAGE_SIZE;
+    let (used, far) = (BASE, BASE + 2 * N * PAGE_SIZE);
     let len = (2 * N + FAR) * PAGE_SIZE;
     // The far region first, until sampling has raised T_hot; then the two groups are
     // allocated (starting at the T_hot of that moment) and the used one is read.
@@ -1212,7 +1213,7 @@ fn oracle_28_unsampled_pages_cannot_be_ranked() {
                 (lo as f64, hi as f64)
             };
             let (used_lo, used_hi) = hotness(BASE);
-            let (idle_lo, idle_hi) = hotness(BASE + N * PAGE_SIZE);
+            let (idle_lo, idle_hi) = hotness(IDLE);
             vec![
                 ("used_h_min", used_lo),
                 ("used_h_max", used_hi),
