@@ -89,6 +89,8 @@ pub struct RegionSampler {
     salt: u64,
     /// `N - 1` where N = 1/rate is a power of two; 0 keeps every region.
     mask: u64,
+    /// Added to a process id before hashing (see [`RegionSampler::for_processes_from`]).
+    pid_offset: u32,
 }
 
 impl RegionSampler {
@@ -100,6 +102,17 @@ impl RegionSampler {
         RegionSampler {
             salt: mix64(seed ^ 0x5348_4152_4453_2d74), // "SHARDS-t"
             mask: n.next_power_of_two() - 1,
+            pid_offset: 0,
+        }
+    }
+
+    /// This sampler as seen by a part of the run whose process `p` is the run's process
+    /// `p + first`: a `mix` member restricts itself with it and keeps exactly the
+    /// regions the run keeps for those processes.
+    pub fn for_processes_from(&self, first: u32) -> RegionSampler {
+        RegionSampler {
+            pid_offset: self.pid_offset.wrapping_add(first),
+            ..*self
         }
     }
 
@@ -126,6 +139,7 @@ impl RegionSampler {
     #[inline]
     pub fn keeps_region(&self, pid: u32, region: u64) -> bool {
         let block = region & !self.mask;
+        let pid = pid.wrapping_add(self.pid_offset);
         let chosen = mix64(self.salt ^ block ^ ((pid as u64) << 48)) & self.mask;
         region & self.mask == chosen
     }

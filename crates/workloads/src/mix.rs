@@ -30,7 +30,7 @@
 //! reports keep members apart even when two run the same workload.
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{ConfigError, Op, ProcessShape, Workload, WorkloadShape};
+use tierkit_core::{ConfigError, Op, ProcessShape, RegionSampler, Workload, WorkloadShape};
 
 use crate::common;
 use crate::WorkloadConfig;
@@ -207,6 +207,18 @@ impl Workload for Mix {
         }
     }
 
+    /// Each member restricts itself to the regions the run keeps for its processes;
+    /// the mix is restricted only if every member could (otherwise the run filters
+    /// the whole stream, which leaves the restricted members' accesses as they are).
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        let mut all = true;
+        for k in 0..self.members.len() {
+            let first = self.first_process(k) as u32;
+            all &= self.members[k].restrict_to(&sampler.for_processes_from(first));
+        }
+        all
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
         self.members.iter().map(|m| m.expected_accesses()).sum()
     }
@@ -360,5 +372,38 @@ mod tests {
         );
         bad(&|c| c.scale = 100_000.0, "mix.scale");
         MixConfig::default().validate().unwrap();
+    }
+
+    /// A mix restricts itself when every member can, each member keeping exactly the
+    /// regions the run keeps for its own (shifted) process ids, with the law of the
+    /// filtered stream; one member that cannot makes the mix decline, so the run
+    /// filters it.
+    #[test]
+    fn members_restrict_themselves_with_their_process_ids() {
+        let gups = |seed_mib: u64| {
+            WorkloadConfig::Gups(GupsConfig {
+                footprint_mib: seed_mib,
+                nr_updates: 400_000,
+                ..GupsConfig::default()
+            })
+        };
+        let cfg = MixConfig {
+            members: vec![
+                gups(64),
+                WorkloadConfig::Pmbench(PmbenchConfig {
+                    footprint_mib: 64,
+                    nr_accesses: 800_000,
+                    ..PmbenchConfig::default()
+                }),
+                gups(96),
+            ],
+            scale: 1.0,
+        };
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 9);
+        crate::testutil::check_restricted(&|| Box::new(Mix::new(&cfg, 5)), &sampler, 0.03);
+        let mut with_ladder = two();
+        assert!(!Mix::new(&with_ladder, 5).restrict_to(&sampler));
+        with_ladder.members.remove(1);
+        assert!(Mix::new(&with_ladder, 5).restrict_to(&sampler));
     }
 }
