@@ -111,6 +111,9 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
             ),
         );
     }
+    if let Some(c) = &s.coarse_sampling {
+        row(&mut t, "sampling warning", coarse_sampling_text(c));
+    }
     if s.policy_time_scale != 1.0 {
         row(
             &mut t,
@@ -189,6 +192,20 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
         ),
     );
     t
+}
+
+/// What a run's mappings smaller than one sampling stratum mean for its results.
+pub fn coarse_sampling_text(c: &tierkit_sim::metrics::CoarseSampling) -> String {
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    format!(
+        "{} mapping(s), {:.1} MiB in all, smaller than one sampling stratum ({:.0} MiB): \
+         each is simulated through one region standing for the whole stratum, or not at \
+         all, so results that depend on them can be far off; run exactly or at a rate \
+         whose stratum they fill (docs/sampling.md, \"Limits\")",
+        c.mappings,
+        mib(c.bytes),
+        mib(c.stratum_bytes)
+    )
 }
 
 /// A run that tried to promote and never could: say why, as far as the summary can

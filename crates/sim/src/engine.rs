@@ -7,7 +7,9 @@
 use crate::config::{MachineConfig, SimConfig};
 use crate::error::SimError;
 use crate::machine::{Machine, MachineParams, Payer};
-use crate::metrics::{Counters, EpochRow, Placement, Summary, TierSummary, TimeSeries};
+use crate::metrics::{
+    CoarseSampling, Counters, EpochRow, Placement, Summary, TierSummary, TimeSeries,
+};
 use tierkit_core::*;
 
 /// A finished run.
@@ -505,6 +507,11 @@ impl Simulation {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
+            coarse_sampling: (self.machine.coarse_mappings.0 > 0).then(|| CoarseSampling {
+                mappings: self.machine.coarse_mappings.0,
+                bytes: self.machine.coarse_mappings.1,
+                stratum_bytes: self.machine.stratum_bytes(),
+            }),
         };
         RunOutput {
             summary,

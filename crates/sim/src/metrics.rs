@@ -264,6 +264,25 @@ pub struct Summary {
     pub placement_f1: f64,
     /// Policy-specific counters.
     pub policy_stats: Vec<(String, f64)>,
+    /// Mappings of a sampled run too small to be sampled faithfully (absent when none,
+    /// and always in exact runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coarse_sampling: Option<CoarseSampling>,
+}
+
+/// Mappings of a sampled run smaller than one sampling stratum (N = 1/rate regions of
+/// 2 MiB). The sampler keeps one region per stratum, so such a mapping is either
+/// simulated through one region that stands for N, several times its true weight, or
+/// not simulated at all (docs/sampling.md, "Limits"): results that depend on it can
+/// be far off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoarseSampling {
+    /// How many mappings were smaller than a stratum.
+    pub mappings: u64,
+    /// Their total size, bytes.
+    pub bytes: u64,
+    /// One stratum, bytes (N × 2 MiB).
+    pub stratum_bytes: u64,
 }
 
 /// Placement quality of one epoch against that epoch's hot set (Chrono reports F1 of

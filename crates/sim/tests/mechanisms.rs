@@ -557,3 +557,44 @@ fn a_huge_page_that_fits_nowhere_falls_back_to_base_pages() {
     let used: u64 = machine.used_pages_total();
     assert_eq!(used, 64, "64 base pages, not one huge page");
 }
+
+/// A policy that observes and moves nothing.
+struct DoesNothing;
+impl Policy for DoesNothing {
+    fn name(&self) -> &'static str {
+        "does-nothing"
+    }
+    fn on_event(&mut self, _: &Event, _: &mut dyn Mechanisms) {}
+}
+
+/// A sampled run reports the mappings smaller than one sampling stratum (which it can
+/// only simulate whole or not at all); an exact run reports none.
+#[test]
+fn sampled_runs_name_mappings_smaller_than_a_stratum() {
+    use tierkit_sim::config::SampleRate;
+    const MIB: u64 = 1 << 20;
+    let (small, large) = (0x4000_0000u64, 0x8000_0000u64);
+    let go = |rate: &str| {
+        let ops = vec![write(small, 0), write(large, 0)];
+        let w = Script::new(68 * MIB).process(&[(small, 4 * MIB), (large, 64 * MIB)], ops);
+        let sim = SimConfig {
+            sample_rate: SampleRate::parse(rate).unwrap(),
+            ..SimConfig::default()
+        };
+        run(
+            &small_machine(16, 256),
+            &sim,
+            Box::new(DoesNothing),
+            Box::new(w),
+        )
+        .0
+        .summary
+        .coarse_sampling
+    };
+    assert_eq!(go("1"), None);
+    let c = go("1/8").expect("the 4 MiB mapping is under the 16 MiB stratum");
+    assert_eq!(
+        (c.mappings, c.bytes, c.stratum_bytes),
+        (1, 4 * MIB, 16 * MIB)
+    );
+}

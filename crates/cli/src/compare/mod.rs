@@ -851,6 +851,27 @@ pub fn time_scale_note(rows: &[ResultRow]) -> Option<String> {
     })
 }
 
+/// A warning naming the sampled workloads that map something smaller than one sampling
+/// stratum, which sampling cannot represent faithfully (docs/sampling.md, "Limits").
+pub fn coarse_sampling_note(records: &[RunRecord]) -> Option<String> {
+    let mut cells: Vec<String> = records
+        .iter()
+        .filter_map(|r| {
+            r.summary.coarse_sampling.as_ref().map(|c| {
+                format!(
+                    "{} at {}: {}",
+                    r.workload,
+                    r.summary.sample_rate,
+                    crate::run::coarse_sampling_text(c)
+                )
+            })
+        })
+        .collect();
+    cells.sort();
+    cells.dedup();
+    (!cells.is_empty()).then(|| format!("warning: sampled too coarsely: {}", cells.join("; ")))
+}
+
 /// The file that marks a directory as `tierkit compare` output, so a rerun may update
 /// it (resume) while any other directory's files are refused without `--force`.
 pub const OUT_MARKER: &str = ".tierkit-compare";
@@ -1005,6 +1026,10 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         text.push('\n');
     }
     if let Some(note) = time_scale_note(&rows) {
+        text.push_str(&note);
+        text.push('\n');
+    }
+    if let Some(note) = coarse_sampling_note(&records) {
         text.push_str(&note);
         text.push('\n');
     }

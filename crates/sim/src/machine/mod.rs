@@ -137,6 +137,9 @@ pub struct Machine {
     event_weight: f64,
     /// Capacity of each tier on the full (unsampled) machine, pages, for reports.
     pub(crate) full_capacity: Vec<u64>,
+    /// Mappings smaller than one sampling stratum (count, bytes): see
+    /// [`crate::metrics::CoarseSampling`].
+    pub(crate) coarse_mappings: (u64, u64),
     /// Size of each placement epoch's hot set, pages: the compared machine's fast tier
     /// (`ResolvedTiers::hot_set_pages`, shrunk when sampled).
     hot_set_pages: u64,
@@ -282,6 +285,7 @@ impl Machine {
             ns_per_copy_byte: 1.0 / p.costs.migrate_copy_gbps,
             event_weight,
             full_capacity: p.tiers.capacity_pages.clone(),
+            coarse_mappings: (0, 0),
             hot_set_pages: if p.space_scale.is_exact() {
                 p.tiers.hot_set_pages
             } else {
@@ -423,7 +427,21 @@ impl Machine {
         self.spaces[pid as usize]
             .insert(vma)
             .map_err(|why| SimError::BadMapping { pid, why })?;
+        if len < self.stratum_bytes() {
+            self.coarse_mappings.0 += 1;
+            self.coarse_mappings.1 += len;
+        }
         Ok(vma)
+    }
+
+    /// Bytes of one sampling stratum: the N = 1/rate regions of which the sampler
+    /// keeps one; 0 when the run is exact (nothing is sampled).
+    pub fn stratum_bytes(&self) -> u64 {
+        if self.event_weight > 1.0 {
+            self.event_weight.round() as u64 * HUGE_PAGE_SIZE
+        } else {
+            0
+        }
     }
 
     /// Unmap a range; returns the kind of the first VMA touched, if any.
