@@ -188,7 +188,7 @@ fn book_bandwidth(t: &mut TierState, now: f64, bytes: f64) -> f64 {
     // for the leader's clock, so its wait is measured from the latest arrival. (Waiting
     // until `busy_until` itself made threads queue behind each other's future
     // requests: 8 pmbench threads on optane ran 5.26 s exactly where their latency
-    // bound is ~2 s, and 5.4 s at 1/256; docs/machine.md.) In time order (`now` at or
+    // bound is ~2 s, and 5.36 s at 1/64; docs/machine.md.) In time order (`now` at or
     // after every earlier arrival, as in every single-threaded run) this is the plain
     // queue.
     let arrival = now.max(t.last_arrival);
