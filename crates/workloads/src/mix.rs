@@ -380,9 +380,9 @@ mod tests {
     /// filters it.
     #[test]
     fn members_restrict_themselves_with_their_process_ids() {
-        let gups = |seed_mib: u64| {
+        let gups = |footprint_mib: u64| {
             WorkloadConfig::Gups(GupsConfig {
-                footprint_mib: seed_mib,
+                footprint_mib,
                 nr_updates: 400_000,
                 ..GupsConfig::default()
             })
