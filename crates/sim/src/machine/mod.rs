@@ -191,9 +191,14 @@ fn book_bandwidth(t: &mut TierState, now: f64, bytes: f64) -> f64 {
     // bound is ~2 s, and 5.36 s at 1/64; docs/machine.md.) In time order (`now` at or
     // after every earlier arrival, as in every single-threaded run) this is the plain
     // queue.
+    //
+    // `busy_until` is never below `last_arrival` (each booking ends after its
+    // arrival), so the start is `max(now, busy_until)` as in the plain queue, and the
+    // latest arrival only enters the wait: off the booking's dependency chain, which
+    // bounds the simulator's speed (docs/performance.md).
+    let start = now.max(t.busy_until);
     let arrival = now.max(t.last_arrival);
     t.last_arrival = arrival;
-    let start = arrival.max(t.busy_until);
     t.busy_until = start + bytes * t.ns_per_byte;
     start - arrival
 }
