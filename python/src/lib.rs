@@ -119,6 +119,7 @@ impl Matrix {
             force,
             progress: false,
             only_finished,
+            recording_budget: None,
         }
     }
 }

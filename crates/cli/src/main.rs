@@ -324,6 +324,7 @@ fn real_main() -> Result<()> {
                 force,
                 progress: std::io::stderr().is_terminal(),
                 only_finished: false,
+                recording_budget: None,
             };
             if validate_sampling {
                 let (_, table) = compare::validate::validate_sampling(&args, &rates)?;

@@ -19,15 +19,41 @@ pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
 
 /// The (sampled) streams `cfg`'s workload produces, recorded once so that many runs
 /// can replay them ([`simulate_with`]). Every run whose workload config, seed and
-/// sample rate equal `cfg`'s may replay the recording.
-pub fn record_workload(cfg: &RunConfig) -> Arc<Recording> {
+/// sample rate equal `cfg`'s may replay the recording. `None` if the encoded streams
+/// would take more than `max_bytes` (the runs then generate the workload each).
+pub fn record_workload(cfg: &RunConfig, max_bytes: u64) -> Option<Arc<Recording>> {
     let sampler = tierkit_sim::sampling::sampler_for(&cfg.sim, cfg.seed);
     let mut w =
         tierkit_sim::sampling::sampled_workload(cfg.workload.build(cfg.seed), &cfg.sim, cfg.seed);
-    Arc::new(Recording::record(
+    Recording::record_within(
         &mut *w,
         (!sampler.keeps_all()).then_some(sampler),
-    ))
+        max_bytes,
+    )
+    .map(Arc::new)
+}
+
+/// How many bytes a recording may take on this host: `TIERKIT_RECORDING_BUDGET_MIB`
+/// if set, else a third of the memory available now (the runs that replay it need the
+/// rest), or 2 GiB where that is unknown. Only the time a comparison takes depends on
+/// it, never its results.
+pub fn default_recording_budget() -> Result<u64> {
+    const VAR: &str = "TIERKIT_RECORDING_BUDGET_MIB";
+    if let Ok(v) = std::env::var(VAR) {
+        return v.trim().parse::<u64>().map(|mib| mib << 20).map_err(|_| {
+            anyhow::anyhow!(
+                "{VAR} must be a whole number of MiB (0 turns recording off), got {v:?}"
+            )
+        });
+    }
+    Ok(std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(2 << 30, |kib| kib * 1024 / 3))
 }
 
 /// Like [`simulate`], replaying `recording` (made by [`record_workload`] for a run
@@ -340,7 +366,7 @@ mod tests {
     #[test]
     fn replayed_runs_equal_generated_runs() {
         for rate in ["1", "1/8"] {
-            let rec = record_workload(&cfg("first-touch", rate));
+            let rec = record_workload(&cfg("first-touch", rate), u64::MAX).unwrap();
             for policy in ["first-touch", "oracle", "linux-tiering"] {
                 let c = cfg(policy, rate);
                 let a = simulate(&c, false).unwrap();

@@ -62,6 +62,42 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     let csv1 = std::fs::read_to_string(one.join("results.csv")).unwrap();
     let csv2 = std::fs::read_to_string(two.join("results.csv")).unwrap();
     assert_eq!(csv1, csv2, "results depend on --jobs");
+    // With no memory to record a workload in, every run generates its own streams:
+    // the results are the same, and the user is told why the comparison is slower.
+    let unrecorded = base.join("j0");
+    let out = tierkit()
+        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
+        .args(["compare", "--config"])
+        .arg(&cfg)
+        .args(["--jobs", "2", "--out"])
+        .arg(&unrecorded)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
+        csv1,
+        "results depend on whether the streams were recorded"
+    );
+    assert!(
+        stderr.contains("note: gups's streams would take more than 0 MiB to record"),
+        "{stderr}"
+    );
+    let bad = tierkit()
+        .env("TIERKIT_RECORDING_BUDGET_MIB", "lots")
+        .args(["compare", "--config"])
+        .arg(&cfg)
+        .args(["--out"])
+        .arg(base.join("bad-budget"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(
+        stderr.contains("TIERKIT_RECORDING_BUDGET_MIB must be a whole number of MiB"),
+        "{stderr}"
+    );
     // 2 workloads × (all-fast + 2 ratios × (first-touch, autonuma, oracle,
     // oracle-static)) = 18 runs.
     assert_eq!(csv1.lines().count(), 1 + 18, "{csv1}");

@@ -21,6 +21,8 @@ const WRITE: u8 = 1;
 const MMAP: u8 = 2;
 const MUNMAP: u8 = 3;
 const HAS_GAP: u8 = 4;
+/// The fewest bytes an access is encoded in.
+const MIN_ACCESS_BYTES: u64 = 2;
 
 /// Every stream of a workload, recorded.
 pub struct Recording {
@@ -40,6 +42,27 @@ impl Recording {
     /// the sampler the workload was already restricted to, if any, so a replay can
     /// tell the machine it needs no filtering.
     pub fn record(workload: &mut dyn Workload, sampler: Option<RegionSampler>) -> Recording {
+        Self::record_within(workload, sampler, u64::MAX)
+            .expect("a recording without a budget always completes")
+    }
+
+    /// Like [`Recording::record`], but give up and return `None` as soon as the
+    /// encoded streams exceed `max_bytes`: a long exact workload can take more memory
+    /// than the host has (1.8 G accesses of a 30-minute hot-shift take ~12 GB), and
+    /// its runs are better off generating it again each.
+    pub fn record_within(
+        workload: &mut dyn Workload,
+        sampler: Option<RegionSampler>,
+        max_bytes: u64,
+    ) -> Option<Recording> {
+        // Every access takes at least two bytes (a tag and a one-byte delta): a workload
+        // that announces more accesses than fit is not started.
+        if let Some(n) = workload.expected_accesses() {
+            if n.saturating_mul(MIN_ACCESS_BYTES) > max_bytes {
+                return None;
+            }
+        }
+        let mut recorded_bytes = 0u64;
         let shape = workload.shape();
         let mut prologues = Vec::with_capacity(shape.processes.len());
         let mut streams = Vec::new();
@@ -60,23 +83,28 @@ impl Recording {
                     if buf.is_empty() {
                         break;
                     }
+                    let before = enc.len();
                     for op in &buf {
                         accesses += matches!(op, Op::Access { .. }) as u64;
                         encode(op, &mut last, &mut enc);
+                    }
+                    recorded_bytes += (enc.len() - before) as u64;
+                    if recorded_bytes > max_bytes {
+                        return None;
                     }
                 }
                 enc.shrink_to_fit();
                 streams.push(enc);
             }
         }
-        Recording {
+        Some(Recording {
             shape,
             prologues,
             streams,
             first_stream,
             accesses,
             sampler,
-        }
+        })
     }
 
     /// Accesses recorded (all threads).
@@ -272,6 +300,35 @@ mod tests {
             assert_eq!(drain(&mut rec.replay()).streams, expected.streams, "{name}");
             assert!(rec.encoded_bytes() < rec.accesses() * 8, "{name}");
         }
+    }
+
+    #[test]
+    fn a_recording_over_its_budget_is_abandoned() {
+        let cfg: WorkloadConfig = serde_json::from_str(
+            r#"{"name": "pmbench", "footprint_mib": 8, "nr_accesses": 30000}"#,
+        )
+        .unwrap();
+        let full = Recording::record(&mut *cfg.build(5), None);
+        let bytes = full.encoded_bytes();
+        // Exactly the bytes it needs: recorded, and the same streams.
+        let fits = Recording::record_within(&mut *cfg.build(5), None, bytes).unwrap();
+        assert_eq!(fits.encoded_bytes(), bytes);
+        // One byte short: abandoned, though the announced accesses alone would fit.
+        assert!(30_000 * MIN_ACCESS_BYTES < bytes - 1);
+        assert!(Recording::record_within(&mut *cfg.build(5), None, bytes - 1).is_none());
+        // A workload announcing more accesses than fit in two bytes each is not started.
+        struct Announces(u64);
+        impl Workload for Announces {
+            fn shape(&self) -> WorkloadShape {
+                panic!("started a workload whose announced accesses cannot fit")
+            }
+            fn prologue(&mut self, _: usize, _: &mut Vec<Op>) {}
+            fn fill(&mut self, _: usize, _: usize, _: &mut Vec<Op>) {}
+            fn expected_accesses(&self) -> Option<u64> {
+                Some(self.0)
+            }
+        }
+        assert!(Recording::record_within(&mut Announces(1000), None, 1999).is_none());
     }
 
     #[test]

@@ -114,6 +114,9 @@ pub struct CompareArgs {
     /// (another executor, such as a Ray cluster, ran them) and report every other
     /// run as failed.
     pub only_finished: bool,
+    /// The most bytes one workload's recording may take before its runs fall back to
+    /// generating it each; `None` for [`crate::run::default_recording_budget`].
+    pub recording_budget: Option<u64>,
 }
 
 /// One planned run.
@@ -932,6 +935,10 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
     done.store(reused, Ordering::SeqCst);
     bar.inc(reused as u64);
     let mut failures: Vec<String> = Vec::new();
+    let budget = match args.recording_budget {
+        Some(b) => b,
+        None => crate::run::default_recording_budget()?,
+    };
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
         if slots[i].is_none() {
@@ -954,10 +961,24 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         // `sim.max_accesses` read only the start of the stream, so recording all of
         // it would cost more than generating that start again for each.
         let capped = runs[members[0]].config.sim.max_accesses != 0;
-        let recording = (members.len() > 1 && !capped).then(|| {
+        let recording = if members.len() > 1 && !capped {
             bar.set_message(format!("generating {}", runs[members[0]].workload));
-            record_workload(&runs[members[0]].config)
-        });
+            let rec = record_workload(&runs[members[0]].config, budget);
+            if rec.is_none() {
+                bar.suspend(|| {
+                    eprintln!(
+                        "note: {}'s streams would take more than {} MiB to record \
+                         (TIERKIT_RECORDING_BUDGET_MIB); its {} runs generate it each",
+                        runs[members[0]].workload,
+                        budget >> 20,
+                        members.len()
+                    )
+                });
+            }
+            rec
+        } else {
+            None
+        };
         let results: Vec<(usize, Result<RunRecord>)> = pool.install(|| {
             members
                 .par_iter()
