@@ -249,6 +249,8 @@ impl PolicyConfig {
 
 #[cfg(test)]
 mod faithful;
+#[cfg(test)]
+mod watched;
 
 #[cfg(test)]
 mod tests {

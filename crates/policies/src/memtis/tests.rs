@@ -9,6 +9,7 @@
 
 use super::*;
 use crate::numa_scan::NumaScanConfig;
+use crate::watched::Watched;
 use crate::{Autonuma, AutonumaConfig, FirstTouch};
 use tierkit_sim::config::ThpMode;
 use tierkit_sim::testing::{read, run, small_machine, write, Script};
@@ -790,133 +791,119 @@ struct MigrationAudit {
     violations: Vec<String>,
 }
 
-/// MEMTIS run through a [`Spy`], every migration checked against §4.2.3 right after
-/// the event that made it (thresholds only change on samples, so the classes seen
-/// then are the ones the decision saw).
-struct Checked {
-    inner: Memtis,
-    audit: std::sync::Arc<std::sync::Mutex<MigrationAudit>>,
-}
-
-impl Policy for Checked {
-    fn name(&self) -> &'static str {
-        "memtis"
+/// One event of MEMTIS run through a [`Spy`], every migration it makes checked against
+/// §4.2.3 right after the event (thresholds only change on samples, so the classes
+/// seen then are the ones the decision saw).
+fn audit_event(
+    memtis: &mut Memtis,
+    event: &Event,
+    mech: &mut dyn Mechanisms,
+    audit: &std::sync::Mutex<MigrationAudit>,
+) {
+    let pending_before = memtis.promotion_pages;
+    let mut spy = Spy {
+        inner: mech,
+        moves: Vec::new(),
+    };
+    memtis.on_event(event, &mut spy);
+    let moves = spy.moves;
+    if moves.is_empty() {
+        return;
     }
-    fn requirements(&self) -> Requirements {
-        self.inner.requirements()
+    let now = mech.now();
+    let m = &*memtis;
+    let mut audit = audit.lock().unwrap();
+    let mut bad = |what: String| audit.violations.push(format!("at {now} ns: {what}"));
+    // Oracle 10: no migration in the sampling or allocation path.
+    if !matches!(event, Event::Timer { .. }) {
+        bad(format!("{} migrations inside {event:?}", moves.len()));
     }
-    fn init(&mut self, mech: &mut dyn Mechanisms) {
-        self.inner.init(mech)
-    }
-    fn stats(&self) -> Vec<(&'static str, f64)> {
-        self.inner.stats()
-    }
-    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
-        let pending_before = self.inner.promotion_pages;
-        let mut spy = Spy {
-            inner: mech,
-            moves: Vec::new(),
+    let promo_reserve = m.pct_of_fast(m.cfg.promotion_watermark_pct);
+    let demotion_wm = m.pct_of_fast(m.cfg.demotion_watermark_pct);
+    let mut first_demotion = true;
+    let mut warm_seen = false;
+    let class_of = |key: &Key| {
+        m.pages
+            .units
+            .get(key)
+            .map(|u| (m.pages.class(u), u.pages()))
+    };
+    let mut audit_counts = (0u64, 0u64, 0u64);
+    for mv in moves.iter().filter(|mv| mv.done) {
+        let Some((class, pages)) = class_of(&mv.key) else {
+            continue;
         };
-        self.inner.on_event(event, &mut spy);
-        let moves = spy.moves;
-        if moves.is_empty() {
-            return;
-        }
-        let now = mech.now();
-        let m = &self.inner;
-        let mut audit = self.audit.lock().unwrap();
-        let mut bad = |what: String| audit.violations.push(format!("at {now} ns: {what}"));
-        // Oracle 10: no migration in the sampling or allocation path.
-        if !matches!(event, Event::Timer { .. }) {
-            bad(format!("{} migrations inside {event:?}", moves.len()));
-        }
-        let promo_reserve = m.pct_of_fast(m.cfg.promotion_watermark_pct);
-        let demotion_wm = m.pct_of_fast(m.cfg.demotion_watermark_pct);
-        let mut first_demotion = true;
-        let mut warm_seen = false;
-        let class_of = |key: &Key| {
-            m.pages
-                .units
-                .get(key)
-                .map(|u| (m.pages.class(u), u.pages()))
-        };
-        let mut audit_counts = (0u64, 0u64, 0u64);
-        for mv in moves.iter().filter(|mv| mv.done) {
-            let Some((class, pages)) = class_of(&mv.key) else {
-                continue;
-            };
-            if mv.to.is_fast() {
-                // Oracle 11: only hot pages, only with the reserve kept free.
-                audit_counts.0 += 1;
-                if class != Class::Hot {
-                    bad(format!("promoted {:?}, a {class:?} unit", mv.key));
-                }
-                if mv.free_fast_before < promo_reserve + pages {
-                    bad(format!(
-                        "promoted {:?} with {} free fast pages (reserve {promo_reserve} + {pages})",
-                        mv.key, mv.free_fast_before
-                    ));
-                }
-            } else {
-                // Oracle 12: demotion starts below the free-space threshold (or below
-                // what the waiting promotions need), cold pages first, never hot ones.
-                if first_demotion {
-                    first_demotion = false;
-                    let want = promo_reserve + pending_before;
-                    if mv.free_fast_before >= demotion_wm.max(want) {
-                        bad(format!(
-                            "demotion began with {} free fast pages (threshold {demotion_wm}, \
-                             waiting promotions need {want})",
-                            mv.free_fast_before
-                        ));
-                    }
-                }
-                match class {
-                    Class::Hot => bad(format!("demoted {:?}, a hot unit", mv.key)),
-                    Class::Warm => {
-                        warm_seen = true;
-                        audit_counts.2 += 1;
-                    }
-                    Class::Cold => {
-                        audit_counts.1 += 1;
-                        if warm_seen {
-                            bad(format!("demoted cold {:?} after a warm unit", mv.key));
-                        }
-                    }
-                }
+        if mv.to.is_fast() {
+            // Oracle 11: only hot pages, only with the reserve kept free.
+            audit_counts.0 += 1;
+            if class != Class::Hot {
+                bad(format!("promoted {:?}, a {class:?} unit", mv.key));
             }
-        }
-        if warm_seen {
-            // Warm pages go only when the cold ones are not enough: none is left.
-            let cold_left = m
-                .pages
-                .units
-                .values()
-                .filter(|u| u.tier().is_fast() && m.pages.class(u) == Class::Cold)
-                .count();
-            if cold_left > 0 {
+            if mv.free_fast_before < promo_reserve + pages {
                 bad(format!(
-                    "warm units demoted while {cold_left} cold ones stay fast"
+                    "promoted {:?} with {} free fast pages (reserve {promo_reserve} + {pages})",
+                    mv.key, mv.free_fast_before
                 ));
             }
+        } else {
+            // Oracle 12: demotion starts below the free-space threshold (or below
+            // what the waiting promotions need), cold pages first, never hot ones.
+            if first_demotion {
+                first_demotion = false;
+                let want = promo_reserve + pending_before;
+                if mv.free_fast_before >= demotion_wm.max(want) {
+                    bad(format!(
+                        "demotion began with {} free fast pages (threshold {demotion_wm}, \
+                             waiting promotions need {want})",
+                        mv.free_fast_before
+                    ));
+                }
+            }
+            match class {
+                Class::Hot => bad(format!("demoted {:?}, a hot unit", mv.key)),
+                Class::Warm => {
+                    warm_seen = true;
+                    audit_counts.2 += 1;
+                }
+                Class::Cold => {
+                    audit_counts.1 += 1;
+                    if warm_seen {
+                        bad(format!("demoted cold {:?} after a warm unit", mv.key));
+                    }
+                }
+            }
         }
-        audit.promotions += audit_counts.0;
-        audit.cold_demotions += audit_counts.1;
-        audit.warm_demotions += audit_counts.2;
     }
+    if warm_seen {
+        // Warm pages go only when the cold ones are not enough: none is left.
+        let cold_left = m
+            .pages
+            .units
+            .values()
+            .filter(|u| u.tier().is_fast() && m.pages.class(u) == Class::Cold)
+            .count();
+        if cold_left > 0 {
+            bad(format!(
+                "warm units demoted while {cold_left} cold ones stay fast"
+            ));
+        }
+    }
+    audit.promotions += audit_counts.0;
+    audit.cold_demotions += audit_counts.1;
+    audit.warm_demotions += audit_counts.2;
 }
 
-/// Run MEMTIS with every migration checked (see [`Checked`]).
+/// Run MEMTIS with every migration checked (see [`audit_event`]).
 fn audited(
     machine: &MachineConfig,
     cfg: MemtisConfig,
     workload: Box<dyn Workload>,
 ) -> (RunOutput, MigrationAudit) {
     let audit = std::sync::Arc::new(std::sync::Mutex::new(MigrationAudit::default()));
-    let policy = Checked {
-        inner: Memtis::new(cfg),
-        audit: audit.clone(),
-    };
+    let checked = audit.clone();
+    let policy = Watched::new(Memtis::new(cfg), move |m, event, mech| {
+        audit_event(m, event, mech, &checked)
+    });
     let (out, _) = run(machine, &SimConfig::default(), Box::new(policy), workload);
     let audit = std::mem::take(&mut *audit.lock().unwrap());
     (out, audit)
@@ -960,33 +947,6 @@ fn oracle_11_12_promotion_gate_and_demotion_order() {
     }
     // The warm-band script makes warm pages go as well, so that rule was exercised.
     assert!(runs[1].1.warm_demotions > 0, "{:?}", runs[1].1);
-}
-
-/// MEMTIS with extra end-of-run statistics read from its state by `probe` (the
-/// engine asks for `stats` once the run is over).
-struct Probed {
-    inner: Memtis,
-    probe: fn(&Memtis) -> Vec<(&'static str, f64)>,
-}
-
-impl Policy for Probed {
-    fn name(&self) -> &'static str {
-        "memtis"
-    }
-    fn requirements(&self) -> Requirements {
-        self.inner.requirements()
-    }
-    fn init(&mut self, mech: &mut dyn Mechanisms) {
-        self.inner.init(mech)
-    }
-    fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
-        self.inner.on_event(event, mech)
-    }
-    fn stats(&self) -> Vec<(&'static str, f64)> {
-        let mut s = self.inner.stats();
-        s.extend((self.probe)(&self.inner));
-        s
-    }
 }
 
 /// Pages of the phase-shift script ([`shift_script`]): 8192 in all, two hot regions
@@ -1042,21 +1002,18 @@ fn region_state(m: &Memtis, first: u64) -> (f64, f64) {
 #[test]
 fn oracle_07_hot_set_follows_a_phase_change() {
     let per_phase = 3_000_000;
-    let policy = Probed {
-        inner: Memtis::new(huge_script_cfg()),
-        probe: |m| {
-            let (old_hot, old_fast) = region_state(m, SHIFT_OLD);
-            let (new_hot, new_fast) = region_state(m, SHIFT_NEW);
-            let (background_hot, _) = region_state(m, SHIFT_BACKGROUND);
-            vec![
-                ("background_region_hot", background_hot),
-                ("old_region_hot", old_hot),
-                ("old_region_fast", old_fast),
-                ("new_region_hot", new_hot),
-                ("new_region_fast", new_fast),
-            ]
-        },
-    };
+    let policy = Watched::probed(Memtis::new(huge_script_cfg()), |m| {
+        let (old_hot, old_fast) = region_state(m, SHIFT_OLD);
+        let (new_hot, new_fast) = region_state(m, SHIFT_NEW);
+        let (background_hot, _) = region_state(m, SHIFT_BACKGROUND);
+        vec![
+            ("background_region_hot", background_hot),
+            ("old_region_hot", old_hot),
+            ("old_region_fast", old_fast),
+            ("new_region_hot", new_hot),
+            ("new_region_fast", new_fast),
+        ]
+    });
     let sim = SimConfig {
         interval_ms: 5,
         ..SimConfig::default()
@@ -1129,23 +1086,20 @@ fn oracle_24_coalesce_only_all_hot_regions() {
         then.push(read(vpn * PAGE_SIZE + (r >> 40) % 64 * 64, 0));
     }
     let w = huge_page_script_then(SUBPAGES_PER_HUGE, &hot_of, 2_000_000, then);
-    let policy = Probed {
-        inner: Memtis::new(huge_script_cfg()),
-        probe: |m| {
-            let state = |head: Vpn| match m.pages.units.get(&(Pid(0), head)) {
-                Some(u) if u.is_huge() => (1.0, u.tier().is_fast() as u64 as f64),
-                _ => (0.0, 0.0),
-            };
-            let head = BASE / PAGE_SIZE + 30 * SUBPAGES_PER_HUGE;
-            let (full_huge, full_fast) = state(head);
-            let (other_huge, _) = state(head + SUBPAGES_PER_HUGE);
-            vec![
-                ("full_region_huge", full_huge),
-                ("full_region_fast", full_fast),
-                ("all_but_one_region_huge", other_huge),
-            ]
-        },
-    };
+    let policy = Watched::probed(Memtis::new(huge_script_cfg()), |m| {
+        let state = |head: Vpn| match m.pages.units.get(&(Pid(0), head)) {
+            Some(u) if u.is_huge() => (1.0, u.tier().is_fast() as u64 as f64),
+            _ => (0.0, 0.0),
+        };
+        let head = BASE / PAGE_SIZE + 30 * SUBPAGES_PER_HUGE;
+        let (full_huge, full_fast) = state(head);
+        let (other_huge, _) = state(head + SUBPAGES_PER_HUGE);
+        vec![
+            ("full_region_huge", full_huge),
+            ("full_region_fast", full_fast),
+            ("all_but_one_region_huge", other_huge),
+        ]
+    });
     let (out, _) = run(
         &huge_machine(),
         &SimConfig::default(),
@@ -1203,29 +1157,26 @@ fn oracle_28_unsampled_pages_cannot_be_ranked() {
         }
     }
     let w = Script::new(len).process(&[(BASE, len)], ops);
-    let policy = Probed {
-        inner: Memtis::new(huge_script_cfg()),
-        probe: |m| {
-            let hotness = |first: u64| -> (f64, f64) {
-                let h: Vec<u32> = (0..N)
-                    .filter_map(|p| m.pages.units.get(&(Pid(0), first / PAGE_SIZE + p)))
-                    .map(|u| u.h())
-                    .collect();
-                let lo = h.iter().min().copied().unwrap_or(u32::MAX);
-                let hi = h.iter().max().copied().unwrap_or(u32::MAX);
-                (lo as f64, hi as f64)
-            };
-            let (used_lo, used_hi) = hotness(BASE);
-            let (idle_lo, idle_hi) = hotness(IDLE);
-            vec![
-                ("used_h_min", used_lo),
-                ("used_h_max", used_hi),
-                ("idle_h_min", idle_lo),
-                ("idle_h_max", idle_hi),
-                ("initial_h_now", m.pages.initial_h() as f64),
-            ]
-        },
-    };
+    let policy = Watched::probed(Memtis::new(huge_script_cfg()), |m| {
+        let hotness = |first: u64| -> (f64, f64) {
+            let h: Vec<u32> = (0..N)
+                .filter_map(|p| m.pages.units.get(&(Pid(0), first / PAGE_SIZE + p)))
+                .map(|u| u.h())
+                .collect();
+            let lo = h.iter().min().copied().unwrap_or(u32::MAX);
+            let hi = h.iter().max().copied().unwrap_or(u32::MAX);
+            (lo as f64, hi as f64)
+        };
+        let (used_lo, used_hi) = hotness(BASE);
+        let (idle_lo, idle_hi) = hotness(IDLE);
+        vec![
+            ("used_h_min", used_lo),
+            ("used_h_max", used_hi),
+            ("idle_h_min", idle_lo),
+            ("idle_h_max", idle_hi),
+            ("initial_h_now", m.pages.initial_h() as f64),
+        ]
+    });
     let machine = MachineConfig {
         llc_enabled: true,
         ..small_machine(8, 256)

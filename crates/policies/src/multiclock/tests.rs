@@ -750,46 +750,40 @@ mod sim {
         }))
     }
 
-    /// MULTI-CLOCK with its list totals compared, after every event, with the pages
-    /// the machine holds in each tier.
-    struct Counted {
-        inner: MultiClock,
-        checks: std::sync::Arc<std::sync::Mutex<(u64, Vec<String>)>>,
-    }
-
-    impl Policy for Counted {
-        fn name(&self) -> &'static str {
-            "multiclock"
-        }
-        fn requirements(&self) -> Requirements {
-            self.inner.requirements()
-        }
-        fn init(&mut self, mech: &mut dyn Mechanisms) {
-            self.inner.init(mech)
-        }
-        fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
-            self.inner.on_event(event, mech);
-            let lists = &self.inner.core().lists;
-            let mut checks = self.checks.lock().unwrap();
-            checks.0 += 1;
-            for (t, info) in mech.tiers().iter().enumerate() {
-                let tier = TierId(t as u8);
-                let on_lists: u64 = LruType::ALL
-                    .iter()
-                    .flat_map(|&ty| {
-                        [ClockList::Inactive, ClockList::Active, ClockList::Promote]
-                            .map(|l| lists.nr_pages(tier, ty, l))
-                    })
-                    .sum();
-                let resident = info.capacity_pages - mech.free_pages(tier);
-                if on_lists != resident && checks.1.len() < 5 {
-                    checks.1.push(format!(
-                        "after {event:?}: tier {t} lists hold {on_lists} pages, the tier {resident}"
-                    ));
-                }
-                if t == 0 && lists.nr_pages(tier, LruType::Anon, ClockList::Promote) > 0 {
-                    checks.1.push("the top tier has a promote list".into());
-                }
+    /// One event of MULTI-CLOCK, then its list totals compared with the pages the
+    /// machine holds in each tier (the first five differences are kept).
+    fn count_lists(
+        mc: &mut MultiClock,
+        event: &Event,
+        mech: &mut dyn Mechanisms,
+        checks: &std::sync::Mutex<(u64, Vec<String>)>,
+    ) {
+        mc.on_event(event, mech);
+        let lists = &mc.core().lists;
+        let mut checks = checks.lock().unwrap();
+        checks.0 += 1;
+        for (t, info) in mech.tiers().iter().enumerate() {
+            let tier = TierId(t as u8);
+            let on_lists: u64 = LruType::ALL
+                .iter()
+                .flat_map(|&ty| {
+                    [ClockList::Inactive, ClockList::Active, ClockList::Promote]
+                        .map(|l| lists.nr_pages(tier, ty, l))
+                })
+                .sum();
+            let resident = info.capacity_pages - mech.free_pages(tier);
+            if checks.1.len() >= 5 {
+                continue;
+            }
+            if on_lists != resident {
+                checks.1.push(format!(
+                    "after {event:?}: tier {t} lists hold {on_lists} pages, the tier {resident}"
+                ));
+            }
+            if t == 0 && lists.nr_pages(tier, LruType::Anon, ClockList::Promote) > 0 {
+                checks
+                    .1
+                    .push(format!("after {event:?}: the top tier has a promote list"));
             }
         }
     }
@@ -801,10 +795,11 @@ mod sim {
     #[test]
     fn oracle_03_list_counts_add_up_to_each_tier() {
         let checks = std::sync::Arc::new(std::sync::Mutex::new((0, Vec::new())));
-        let policy = Counted {
-            inner: MultiClock::new(MultiClockConfig::default()),
-            checks: checks.clone(),
-        };
+        let counted = checks.clone();
+        let policy = crate::watched::Watched::new(
+            MultiClock::new(MultiClockConfig::default()),
+            move |mc, event, mech| count_lists(mc, event, mech, &counted),
+        );
         // 64 MiB written, then reads with 90% on a tenth beyond first touch's reach
         // (so kpromoted promotes and reclaim demotes), and half the table unmapped
         // after two thirds of them.
