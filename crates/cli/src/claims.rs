@@ -845,6 +845,31 @@ mod tests {
         }
     }
 
+    /// The generated tables carry each claim file's current words. The claim files are
+    /// built into the binary, so a statement or reason edited without rebuilding and
+    /// rerunning `--write-docs` left the docs stale once; this catches it.
+    #[test]
+    fn the_docs_carry_every_claims_current_statement_and_reason() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/claims.md");
+        let docs = std::fs::read_to_string(path).unwrap();
+        for f in builtin().unwrap() {
+            for c in &f.claims {
+                assert!(
+                    docs.contains(&c.statement.replace('|', "\\|")),
+                    "docs/claims.md lacks {}'s statement; rerun `tierkit claims --write-docs docs`",
+                    c.id
+                );
+                if let Some(r) = &c.reason {
+                    assert!(
+                        docs.contains(&format!("Why: {}", r.replace('|', "\\|"))),
+                        "docs/claims.md has a stale reason for {}; rerun `tierkit claims --write-docs docs`",
+                        c.id
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_bad_claim_is_a_clear_error() {
         let base = "paper = \"p\"\ntitle = \"P\"\n[matrices.m]\nsuite = \"chrono\"\n";
