@@ -34,14 +34,18 @@ name = "pmbench"
 set = ["workload.footprint_mib=32", "workload.nr_accesses=600000"]
 "#;
 
-fn compare(dir: &Path, cfg: &Path, jobs: &str) -> Output {
-    let out = tierkit()
-        .args(["compare", "--config"])
+/// `tierkit compare --config CFG --jobs JOBS --out DIR`, not yet run.
+fn compare_command(dir: &Path, cfg: &Path, jobs: &str) -> Command {
+    let mut c = tierkit();
+    c.args(["compare", "--config"])
         .arg(cfg)
         .args(["--jobs", jobs, "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
+        .arg(dir);
+    c
+}
+
+fn compare(dir: &Path, cfg: &Path, jobs: &str) -> Output {
+    let out = compare_command(dir, cfg, jobs).output().unwrap();
     assert!(
         out.status.success(),
         "compare failed: {}",
@@ -65,12 +69,8 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     // With no memory to record a workload in, every run generates its own streams:
     // the results are the same, and the user is told why the comparison is slower.
     let unrecorded = base.join("j0");
-    let out = tierkit()
+    let out = compare_command(&unrecorded, &cfg, "2")
         .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
-        .args(["compare", "--config"])
-        .arg(&cfg)
-        .args(["--jobs", "2", "--out"])
-        .arg(&unrecorded)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -84,12 +84,8 @@ fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
         stderr.contains("note: gups's streams would take more than 0 MiB to record"),
         "{stderr}"
     );
-    let bad = tierkit()
+    let bad = compare_command(&base.join("bad-budget"), &cfg, "1")
         .env("TIERKIT_RECORDING_BUDGET_MIB", "lots")
-        .args(["compare", "--config"])
-        .arg(&cfg)
-        .args(["--out"])
-        .arg(base.join("bad-budget"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&bad.stderr);

@@ -62,7 +62,8 @@ impl Recording {
                 return None;
             }
         }
-        let mut recorded_bytes = 0u64;
+        // Bytes of the streams already finished; the current one is `enc`.
+        let mut finished_bytes = 0u64;
         let shape = workload.shape();
         let mut prologues = Vec::with_capacity(shape.processes.len());
         let mut streams = Vec::new();
@@ -83,17 +84,16 @@ impl Recording {
                     if buf.is_empty() {
                         break;
                     }
-                    let before = enc.len();
                     for op in &buf {
                         accesses += matches!(op, Op::Access { .. }) as u64;
                         encode(op, &mut last, &mut enc);
                     }
-                    recorded_bytes += (enc.len() - before) as u64;
-                    if recorded_bytes > max_bytes {
+                    if finished_bytes + enc.len() as u64 > max_bytes {
                         return None;
                     }
                 }
                 enc.shrink_to_fit();
+                finished_bytes += enc.len() as u64;
                 streams.push(enc);
             }
         }

@@ -162,8 +162,9 @@ set = ["machine.tiering_cpus=\"shared\""]
 # request (plus their memory time) on a 64 GiB cache: the same requests per second
 # per GiB, so a page is as hot in absolute time as in the paper, which is what the
 # policies' thresholds (Linux's 1 s hint-fault latency, FreqTier's counts per
-# minute) judge. Five minutes of machine time (five of FreqTier's one-minute windows), sampled at 1/8 (docs/sampling.md:
-# every policy within 0.9%, the oracle 2.6%; 1/16 is not safe here).
+# minute) judge. Five minutes of machine time (five of FreqTier's one-minute windows),
+# sampled at 1/8 (docs/sampling.md: every policy within 0.9%, the oracle 2.6%; 1/16 is
+# not safe here).
 [[workloads]]
 name = "cachelib"
 set = ["workload.cache_mib=65536", "workload.nr_objects=64000000", "workload.nr_threads=4", "workload.gap_ns=18000", "workload.nr_accesses=620000000", "sim.sample_rate=\"1/8\""]
