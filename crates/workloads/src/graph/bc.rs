@@ -52,6 +52,10 @@ pub struct GraphBcConfig {
     pub edge_factor: u32,
     /// Number of BC computations (GAP's `-n`). Default 1. Range >= 1.
     pub nr_trials: u32,
+    /// Trials computed on the host; the other `nr_trials - computed_trials` replay
+    /// their accesses in turn (see [`crate::graph`], "Trials"). Default 0: every
+    /// trial is computed. Range [0, `nr_trials`].
+    pub computed_trials: u32,
     /// Sources per computation (GAP's `-i`, whose default is 1; the GAP benchmark
     /// runs 4). Default 1: each source costs about three passes over the edges.
     /// Range [1, 1024].
@@ -74,6 +78,7 @@ impl Default for GraphBcConfig {
             graph_scale: 21,
             edge_factor: 16,
             nr_trials: 1,
+            computed_trials: 0,
             nr_sources: 1,
             gap_ns: 1,
             scale: 1.0,
@@ -98,6 +103,7 @@ impl GraphBcConfig {
             self.graph_scale,
             self.edge_factor,
             self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -111,6 +117,8 @@ impl GraphBcConfig {
         super::setup(
             self.graph_scale,
             self.edge_factor,
+            self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -219,7 +227,7 @@ impl BcKernel {
         maps.extend([scores, counts, succ, queue, depths, deltas]);
         BcKernel {
             nr_threads: cfg.nr_threads,
-            nr_trials: cfg.nr_trials,
+            nr_trials: super::trials_computed(cfg.nr_trials, cfg.computed_trials),
             nr_sources: cfg.nr_sources,
             rng: super::tagged_rng(seed, 4),
             scores_at: scores.addr,

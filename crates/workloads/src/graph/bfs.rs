@@ -51,6 +51,10 @@ pub struct GraphBfsConfig {
     /// neighbour (GAP's `-n` trials). Default 10 (≈ 13 M accesses each at the
     /// default scale: direction optimization skips most edges). Range >= 1.
     pub nr_trials: u32,
+    /// Trials computed on the host; the other `nr_trials - computed_trials` replay
+    /// their accesses in turn (see [`crate::graph`], "Trials"). Default 0: every
+    /// trial is computed. Range [0, `nr_trials`].
+    pub computed_trials: u32,
     /// Top-down → bottom-up switch: go bottom-up when the frontier's edges exceed
     /// the unexplored edges divided by `alpha`. Default 15 (GAP, Beamer SC'12 §4).
     /// Range >= 1.
@@ -76,6 +80,7 @@ impl Default for GraphBfsConfig {
             graph_scale: 22,
             edge_factor: 16,
             nr_trials: 10,
+            computed_trials: 0,
             alpha: 15,
             beta: 18,
             gap_ns: 1,
@@ -99,6 +104,7 @@ impl GraphBfsConfig {
             self.graph_scale,
             self.edge_factor,
             self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -110,6 +116,8 @@ impl GraphBfsConfig {
         super::setup(
             self.graph_scale,
             self.edge_factor,
+            self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -205,7 +213,7 @@ impl BfsKernel {
         maps.extend([parent, queue, front, curr]);
         BfsKernel {
             nr_threads: cfg.nr_threads,
-            nr_trials: cfg.nr_trials,
+            nr_trials: super::trials_computed(cfg.nr_trials, cfg.computed_trials),
             alpha: i64::from(cfg.alpha),
             beta: i64::from(cfg.beta),
             rng: super::tagged_rng(seed, 2),

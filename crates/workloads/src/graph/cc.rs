@@ -50,6 +50,10 @@ pub struct GraphCcConfig {
     /// Number of CC computations on the graph (GAP's `-n`). Default 3 (≈ 50 M
     /// accesses each at the default scale). Range >= 1.
     pub nr_trials: u32,
+    /// Trials computed on the host; the other `nr_trials - computed_trials` replay
+    /// their accesses in turn (see [`crate::graph`], "Trials"). Default 0: every
+    /// trial is computed. Range [0, `nr_trials`].
+    pub computed_trials: u32,
     /// Sampling rounds before the final link phase (Afforest's
     /// `neighbor_rounds`). Default 2 (GAP, Afforest §IV). Range [1, 64].
     pub neighbor_rounds: u32,
@@ -71,6 +75,7 @@ impl Default for GraphCcConfig {
             graph_scale: 22,
             edge_factor: 16,
             nr_trials: 3,
+            computed_trials: 0,
             neighbor_rounds: 2,
             gap_ns: 1,
             scale: 1.0,
@@ -95,6 +100,7 @@ impl GraphCcConfig {
             self.graph_scale,
             self.edge_factor,
             self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -106,6 +112,8 @@ impl GraphCcConfig {
         super::setup(
             self.graph_scale,
             self.edge_factor,
+            self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -176,7 +184,7 @@ impl CcKernel {
         maps.push(comp);
         CcKernel {
             nr_threads: cfg.nr_threads,
-            nr_trials: cfg.nr_trials,
+            nr_trials: super::trials_computed(cfg.nr_trials, cfg.computed_trials),
             neighbor_rounds: cfg.neighbor_rounds,
             rng: super::tagged_rng(seed, 3),
             comp_at: comp.addr,

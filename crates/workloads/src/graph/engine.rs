@@ -23,6 +23,18 @@
 //!   threads' operations for their own turns. Each thread's stream is therefore the
 //!   concatenation of its pieces in global order, whatever the fill order.
 //!
+//! **Replayed trials.** GAP runs a kernel `-n` times on one graph. A run long enough
+//! for a tiering policy's periods (minutes of machine time) needs hundreds of trials,
+//! and computing each one on the host costs as much as simulating it. A [`Runner`]
+//! built [`Runner::with_replays`] therefore records each thread's operations from the
+//! first `"trial"` mark on (the computed trials), and once the program has finished
+//! it replays them, trial by trial in turn, for the extra trials: each thread's
+//! stream is then what it would be if the program had run those trials again with the
+//! same sources. For PageRank, whose every trial makes the same accesses, that is
+//! exact; for BFS and BC a replayed trial repeats a computed trial's source. Only the
+//! kept operations are recorded ([`Runner::keep_only`]), so a sampled run's recording
+//! is the sample's size.
+//!
 //! Memory: the queues hold the operations of threads that lag behind the one being
 //! filled, so they grow with the skew between threads' simulated progress (the
 //! machine keeps threads within one time slice of each other, and the work of every
@@ -41,7 +53,7 @@
 
 use std::collections::VecDeque;
 
-use tierkit_core::{Op, PAGE_SIZE};
+use tierkit_core::{Op, RegionSampler, PAGE_SIZE};
 
 use crate::common;
 use crate::BATCH_OPS;
@@ -64,11 +76,13 @@ pub(crate) trait Sink {
 }
 
 /// A sink that only counts accesses: how a workload learns its exact
-/// `expected_accesses` by running its program once at construction.
+/// `expected_accesses` by running its program once.
 #[derive(Debug, Default)]
 pub(crate) struct Counter {
     /// Accesses seen so far.
     pub accesses: u64,
+    /// The access count at each `"trial"` mark.
+    pub trial_starts: Vec<u64>,
 }
 
 impl Sink for Counter {
@@ -76,13 +90,49 @@ impl Sink for Counter {
     fn access(&mut self, _thread: usize, _addr: u64, _write: bool) {
         self.accesses += 1;
     }
+
+    fn mark(&mut self, what: &'static str) {
+        if what == TRIAL_MARK {
+            self.trial_starts.push(self.accesses);
+        }
+    }
 }
 
-/// A sink that appends to one queue of operations per thread.
+/// The mark a program sends at the start of each trial (see "Replayed trials").
+pub(crate) const TRIAL_MARK: &str = "trial";
+
+/// Each thread's recorded operations of the computed trials, and where each trial
+/// starts in them.
+#[derive(Debug, Default)]
+struct TrialRecording {
+    /// Per thread: its operations since the first trial mark.
+    ops: Vec<Vec<Op>>,
+    /// Per thread: the index in `ops` where each trial starts.
+    starts: Vec<Vec<usize>>,
+    /// Per thread: (replayed trials done, position in the current one).
+    cursor: Vec<(u32, usize)>,
+}
+
+impl TrialRecording {
+    /// Thread `thread`'s operations of computed trial `k`.
+    fn trial(&self, thread: usize, k: usize) -> &[Op] {
+        let starts = &self.starts[thread];
+        let end = starts.get(k + 1).copied().unwrap_or(self.ops[thread].len());
+        &self.ops[thread][starts[k]..end]
+    }
+}
+
+/// A sink that appends to one queue of operations per thread (and, when trials are
+/// replayed, to the recording of the computed trials).
 #[derive(Debug)]
 pub(crate) struct Queues {
     queues: Vec<VecDeque<Op>>,
     gap_ns: u32,
+    /// Only accesses to the regions of process 0 this sampler keeps are emitted.
+    keep: Option<RegionSampler>,
+    /// Set when trials are replayed; records from the first trial mark on.
+    recording: Option<TrialRecording>,
+    recording_started: bool,
 }
 
 impl Queues {
@@ -90,22 +140,55 @@ impl Queues {
         Queues {
             queues: (0..nr_threads).map(|_| VecDeque::new()).collect(),
             gap_ns,
+            keep: None,
+            recording: None,
+            recording_started: false,
         }
+    }
+
+    #[inline]
+    fn push(&mut self, thread: usize, op: Op) {
+        if self.recording_started {
+            if let Some(r) = &mut self.recording {
+                r.ops[thread].push(op);
+            }
+        }
+        self.queues[thread].push_back(op);
     }
 }
 
 impl Sink for Queues {
     #[inline]
     fn access(&mut self, thread: usize, addr: u64, write: bool) {
-        self.queues[thread].push_back(Op::Access {
-            addr,
-            write,
-            gap_ns: self.gap_ns,
-        });
+        if let Some(sampler) = &self.keep {
+            if !sampler.keeps(0, addr) {
+                return;
+            }
+        }
+        self.push(
+            thread,
+            Op::Access {
+                addr,
+                write,
+                gap_ns: self.gap_ns,
+            },
+        );
     }
 
     fn op(&mut self, thread: usize, op: Op) {
-        self.queues[thread].push_back(op);
+        self.push(thread, op);
+    }
+
+    fn mark(&mut self, what: &'static str) {
+        if what != TRIAL_MARK {
+            return;
+        }
+        if let Some(r) = &mut self.recording {
+            self.recording_started = true;
+            for (starts, ops) in r.starts.iter_mut().zip(&r.ops) {
+                starts.push(ops.len());
+            }
+        }
     }
 }
 
@@ -118,10 +201,25 @@ pub(crate) trait Program: Clone + Send {
 
 /// Run a copy of `program` to the end and count its accesses.
 pub(crate) fn count_accesses<P: Program>(program: &P) -> u64 {
+    count_with_replays(program, 0)
+}
+
+/// Run a copy of `program` to the end and count its accesses, plus those of
+/// `replayed_trials` replayed trials (the computed trials in turn, see "Replayed
+/// trials").
+pub(crate) fn count_with_replays<P: Program>(program: &P, replayed_trials: u32) -> u64 {
     let mut p = program.clone();
     let mut c = Counter::default();
     while p.step(&mut c) {}
+    let starts = &c.trial_starts;
+    if starts.is_empty() {
+        return c.accesses;
+    }
+    let trial = |k: usize| starts.get(k + 1).copied().unwrap_or(c.accesses) - starts[k];
     c.accesses
+        + (0..replayed_trials as usize)
+            .map(|i| trial(i % starts.len()))
+            .sum::<u64>()
 }
 
 /// Drives a [`Program`] lazily for [`tierkit_core::Workload::fill`].
@@ -130,17 +228,46 @@ pub(crate) struct Runner<P> {
     program: P,
     queues: Queues,
     finished: bool,
+    /// Trials replayed after the program's own (see "Replayed trials").
+    replayed_trials: u32,
 }
 
 impl<P: Program> Runner<P> {
     /// A runner over `program` for `nr_threads` threads; every access carries
     /// `gap_ns` of compute before it.
     pub(crate) fn new(program: P, nr_threads: u32, gap_ns: u32) -> Self {
+        Self::with_replays(program, nr_threads, gap_ns, 0)
+    }
+
+    /// As [`Runner::new`], and once the program has finished, each thread replays
+    /// its operations of the program's trials for `replayed_trials` more trials (the
+    /// computed trials in turn; see "Replayed trials").
+    pub(crate) fn with_replays(
+        program: P,
+        nr_threads: u32,
+        gap_ns: u32,
+        replayed_trials: u32,
+    ) -> Self {
+        let mut queues = Queues::new(nr_threads, gap_ns);
+        let n = nr_threads as usize;
+        queues.recording = (replayed_trials > 0).then(|| TrialRecording {
+            ops: vec![Vec::new(); n],
+            starts: vec![Vec::new(); n],
+            cursor: vec![(0, 0); n],
+        });
         Runner {
             program,
-            queues: Queues::new(nr_threads, gap_ns),
+            queues,
             finished: false,
+            replayed_trials,
         }
+    }
+
+    /// Emit only the accesses to the regions of process 0 that `sampler` keeps (a
+    /// workload's [`tierkit_core::Workload::restrict_to`]). Call before the first
+    /// [`Runner::fill`].
+    pub(crate) fn keep_only(&mut self, sampler: RegionSampler) {
+        self.queues.keep = Some(sampler);
     }
 
     /// Append thread `thread`'s next batch (at most [`BATCH_OPS`] operations) to
@@ -153,8 +280,35 @@ impl<P: Program> Runner<P> {
             self.finished = !self.program.step(&mut self.queues);
         }
         let q = &mut self.queues.queues[thread];
-        let n = q.len().min(BATCH_OPS);
-        out.extend(q.drain(..n));
+        if !q.is_empty() {
+            let n = q.len().min(BATCH_OPS);
+            out.extend(q.drain(..n));
+            return;
+        }
+        self.replay(thread, out);
+    }
+
+    /// Thread `thread`'s next batch of replayed trials.
+    fn replay(&mut self, thread: usize, out: &mut Vec<Op>) {
+        let Some(r) = &mut self.queues.recording else {
+            return;
+        };
+        let computed = r.starts[thread].len();
+        while out.len() < BATCH_OPS {
+            let (done, pos) = r.cursor[thread];
+            if done == self.replayed_trials || computed == 0 {
+                return;
+            }
+            let trial = r.trial(thread, done as usize % computed);
+            let len = trial.len();
+            let n = (len - pos).min(BATCH_OPS - out.len());
+            out.extend_from_slice(&trial[pos..pos + n]);
+            r.cursor[thread] = if pos + n == len {
+                (done + 1, 0)
+            } else {
+                (done, pos + n)
+            };
+        }
     }
 }
 

@@ -37,6 +37,18 @@
 //! doubles vertices, edges and accesses together (R-MAT needs a power-of-two vertex
 //! count, hence the rounding).
 //!
+//! ## Trials
+//!
+//! GAP runs a kernel `nr_trials` times on one graph (`-n`). A tiering policy acts on
+//! periods of seconds to minutes, so a faithful run of a small machine-time kernel
+//! needs many trials, and each computed trial costs the host as much as simulating
+//! it. `computed_trials` (0: all) computes only that many; the remaining trials
+//! replay the computed trials' accesses in turn, each thread its own
+//! (`engine.rs`, "Replayed trials"). For PageRank every trial makes the same accesses,
+//! so a replay is exact; for BFS and BC a replayed trial repeats a computed trial's
+//! source, and for CC its sampled neighbours. A sampled run
+//! ([`tierkit_core::Workload::restrict_to`]) records and replays only the kept regions.
+//!
 //! ## Why the defaults are smaller than 2 GiB
 //!
 //! Every pass of a graph kernel makes one data-dependent access per edge (4 bytes of
@@ -58,7 +70,7 @@ use tierkit_core::ConfigError;
 
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tierkit_core::{Op, ProcessShape, VmaKind, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::layout::{Layout, Mapping};
@@ -504,6 +516,8 @@ pub(crate) struct GraphSetup {
     pub nr_threads: u32,
     pub mlp: f64,
     pub gap_ns: u32,
+    /// Trials replayed after the computed ones (see "Trials").
+    pub replayed_trials: u32,
 }
 
 /// A graph kernel as a [`Workload`].
@@ -512,12 +526,17 @@ pub(crate) struct GraphWorkload<K> {
     name: &'static str,
     g: Arc<Csr>,
     mappings: Vec<Mapping>,
-    #[cfg(test)]
+    /// The program before its first access: counted on demand, and copied by tests.
     program_start: GraphProgram<K>,
     runner: Runner<GraphProgram<K>>,
     nr_threads: u32,
     mlp: f64,
-    expected: u64,
+    replayed_trials: u32,
+    /// Set by [`GraphWorkload::restrict_to`].
+    restricted: bool,
+    /// The access count, computed on first request: counting runs the whole program
+    /// once more, which a sampled run (whose count nobody asks) need not pay.
+    expected: std::sync::OnceLock<u64>,
 }
 
 impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
@@ -552,17 +571,22 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
             neighbour_pages: neighbours.len / PAGE_SIZE,
             kernel,
         };
-        let expected = engine::count_accesses(&program);
         GraphWorkload {
             name,
             g,
             mappings,
-            #[cfg(test)]
             program_start: program.clone(),
-            runner: Runner::new(program, setup.nr_threads, setup.gap_ns),
+            runner: Runner::with_replays(
+                program,
+                setup.nr_threads,
+                setup.gap_ns,
+                setup.replayed_trials,
+            ),
             nr_threads: setup.nr_threads,
             mlp: setup.mlp,
-            expected,
+            replayed_trials: setup.replayed_trials,
+            restricted: false,
+            expected: std::sync::OnceLock::new(),
         }
     }
 
@@ -606,8 +630,24 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
         }
     }
 
-    pub(crate) fn expected_accesses(&self) -> u64 {
-        self.expected
+    /// The whole stream's access count; `None` once restricted to a sample (as the
+    /// other restricting workloads).
+    pub(crate) fn expected_accesses(&self) -> Option<u64> {
+        if self.restricted {
+            return None;
+        }
+        Some(
+            *self.expected.get_or_init(|| {
+                engine::count_with_replays(&self.program_start, self.replayed_trials)
+            }),
+        )
+    }
+
+    /// Generate only the regions `sampler` keeps (one process: the run's process 0).
+    pub(crate) fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        self.runner.keep_only(*sampler);
+        self.restricted = true;
+        true
     }
 }
 
@@ -617,7 +657,7 @@ macro_rules! graph_workload {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name {
-            inner: crate::graph::GraphWorkload<$kernel>,
+            pub(crate) inner: crate::graph::GraphWorkload<$kernel>,
         }
 
         impl $name {
@@ -644,7 +684,10 @@ macro_rules! graph_workload {
                 self.inner.fill(process, thread, out)
             }
             fn expected_accesses(&self) -> Option<u64> {
-                Some(self.inner.expected_accesses())
+                self.inner.expected_accesses()
+            }
+            fn restrict_to(&mut self, sampler: &tierkit_core::RegionSampler) -> bool {
+                self.inner.restrict_to(sampler)
             }
         }
     };
@@ -659,6 +702,7 @@ pub(crate) fn check_graph(
     graph_scale: u32,
     edge_factor: u32,
     nr_trials: u32,
+    computed_trials: u32,
     scale: f64,
     nr_threads: u32,
     mlp: f64,
@@ -678,6 +722,12 @@ pub(crate) fn check_graph(
     if nr_trials == 0 {
         return Err(format!("{name}.nr_trials must be >= 1, got 0").into());
     }
+    if computed_trials > nr_trials {
+        return Err(format!(
+            "{name}.computed_trials must be in [0, nr_trials = {nr_trials}] (0: every trial computed), got {computed_trials}"
+        )
+        .into());
+    }
     let n = (1u64 << eff) as f64;
     // Upper bound: no duplicate removal.
     let bytes = n * (OFFSET_BYTES as f64 + per_vertex_bytes)
@@ -686,9 +736,12 @@ pub(crate) fn check_graph(
 }
 
 /// The setup of a validated config.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn setup(
     graph_scale: u32,
     edge_factor: u32,
+    nr_trials: u32,
+    computed_trials: u32,
     scale: f64,
     nr_threads: u32,
     mlp: f64,
@@ -700,6 +753,16 @@ pub(crate) fn setup(
         nr_threads,
         mlp,
         gap_ns,
+        replayed_trials: nr_trials - trials_computed(nr_trials, computed_trials),
+    }
+}
+
+/// The trials a kernel computes for `nr_trials` and `computed_trials` (0: all).
+pub(crate) fn trials_computed(nr_trials: u32, computed_trials: u32) -> u32 {
+    if computed_trials == 0 {
+        nr_trials
+    } else {
+        computed_trials
     }
 }
 
@@ -719,7 +782,11 @@ pub(crate) fn pick_source<R: RngCore>(g: &Csr, rng: &mut R) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::engine::testing::{record, Event};
     use super::*;
+    use crate::testutil::{accesses, check_restricted, check_structure, drain};
+    use crate::{GraphBfs, GraphBfsConfig, GraphPr, GraphPrConfig};
+    use tierkit_core::Workload;
 
     #[test]
     fn kronecker_is_a_deterministic_simple_undirected_csr() {
@@ -794,6 +861,125 @@ mod tests {
             seen.sort_unstable();
             assert_eq!(seen, (0..n).collect::<Vec<_>>());
         }
+    }
+
+    fn pr(nr_trials: u32, computed_trials: u32, nr_threads: u32) -> Box<dyn Workload> {
+        Box::new(GraphPr::new(
+            &GraphPrConfig {
+                graph_scale: 10,
+                nr_trials,
+                computed_trials,
+                nr_threads,
+                ..GraphPrConfig::default()
+            },
+            5,
+        ))
+    }
+
+    fn bfs(nr_trials: u32, computed_trials: u32, nr_threads: u32) -> Box<dyn Workload> {
+        Box::new(GraphBfs::new(
+            &GraphBfsConfig {
+                graph_scale: 10,
+                nr_trials,
+                computed_trials,
+                nr_threads,
+                ..GraphBfsConfig::default()
+            },
+            5,
+        ))
+    }
+
+    #[test]
+    fn replayed_pagerank_trials_are_the_computed_stream() {
+        // Every PageRank trial makes the same accesses, so replaying one computed trial
+        // twice must give, thread by thread, exactly the stream of three computed ones.
+        for threads in [1, 3] {
+            let computed = drain(pr(3, 0, threads).as_mut());
+            let mut w = pr(3, 1, threads);
+            let replayed = drain(w.as_mut());
+            assert_eq!(computed.streams, replayed.streams, "{threads} threads");
+            check_structure(w.as_ref(), &replayed);
+            assert_eq!(
+                w.expected_accesses(),
+                Some(replayed.streams[0].iter().flat_map(|t| accesses(t)).count() as u64)
+            );
+        }
+    }
+
+    #[test]
+    fn replayed_bfs_trials_repeat_the_computed_trials_in_turn() {
+        // One thread, so the global order is the thread's: the computed trials are the
+        // slices between "trial" marks, and 5 trials of which 2 are computed must be
+        // the build, T1, T2, then T1, T2, T1 again.
+        let cfg = GraphBfsConfig {
+            graph_scale: 10,
+            nr_trials: 2,
+            ..GraphBfsConfig::default()
+        };
+        let two = GraphBfs::new(&cfg, 5);
+        let events = record(&mut two.inner.program());
+        let trial_at: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Event::Mark("trial")))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(trial_at.len(), 2);
+        let ops = |evs: &[Event]| -> Vec<(u64, bool)> {
+            evs.iter()
+                .filter_map(|e| match *e {
+                    Event::Access { addr, write, .. } => Some((addr, write)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (build, t1, t2) = (
+            ops(&events[..trial_at[0]]),
+            ops(&events[trial_at[0]..trial_at[1]]),
+            ops(&events[trial_at[1]..]),
+        );
+        assert!(t1 != t2, "the two sources differ");
+        let want: Vec<(u64, bool)> = [&build, &t1, &t2, &t1, &t2, &t1]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        let mut w = bfs(5, 2, 1);
+        let d = drain(w.as_mut());
+        let got: Vec<(u64, bool)> = accesses(&d.streams[0][0])
+            .map(|(a, wr, _)| (a, wr))
+            .collect();
+        assert_eq!(got, want);
+        check_structure(w.as_ref(), &d);
+        assert_eq!(w.expected_accesses(), Some(want.len() as u64));
+    }
+
+    #[test]
+    fn restricted_graphs_emit_exactly_the_kept_part_of_their_stream() {
+        let sampler = tierkit_core::RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 3);
+        check_restricted(&|| pr(4, 1, 2), &sampler, 1e-12);
+        check_restricted(&|| bfs(3, 2, 2), &sampler, 1e-12);
+        let mut w = pr(2, 1, 1);
+        assert!(w.restrict_to(&sampler));
+        assert_eq!(
+            w.expected_accesses(),
+            None,
+            "a sample's count is not announced"
+        );
+    }
+
+    #[test]
+    fn more_computed_trials_than_trials_is_refused() {
+        let cfg = GraphPrConfig {
+            nr_trials: 2,
+            computed_trials: 3,
+            ..GraphPrConfig::default()
+        };
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("graph-pr.computed_trials must be in [0, nr_trials = 2]"),
+            "{e}"
+        );
     }
 
     #[test]

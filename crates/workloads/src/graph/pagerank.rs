@@ -45,6 +45,10 @@ pub struct GraphPrConfig {
     /// Number of PageRank computations on the graph (GAP's `-n`). Default 1.
     /// Range >= 1.
     pub nr_trials: u32,
+    /// Trials computed on the host; the other `nr_trials - computed_trials` replay
+    /// their accesses in turn (see [`crate::graph`], "Trials"). Default 0: every
+    /// trial is computed. Range [0, `nr_trials`].
+    pub computed_trials: u32,
     /// Most iterations per trial (GAP's `-i`). Default 2, where GAP's is 20: at
     /// tolerance 1e-4 a Kronecker graph converges in about 9 iterations of one
     /// access per edge each (≈ 66 M at the default scale), which would put the
@@ -72,6 +76,7 @@ impl Default for GraphPrConfig {
             graph_scale: 21,
             edge_factor: 16,
             nr_trials: 1,
+            computed_trials: 0,
             max_iterations: 2,
             tolerance: 1e-4,
             gap_ns: 1,
@@ -100,6 +105,7 @@ impl GraphPrConfig {
             self.graph_scale,
             self.edge_factor,
             self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -111,6 +117,8 @@ impl GraphPrConfig {
         super::setup(
             self.graph_scale,
             self.edge_factor,
+            self.nr_trials,
+            self.computed_trials,
             self.scale,
             self.nr_threads,
             self.mlp,
@@ -177,7 +185,7 @@ impl PrKernel {
         maps.extend([scores, contrib]);
         PrKernel {
             nr_threads: cfg.nr_threads,
-            nr_trials: cfg.nr_trials,
+            nr_trials: super::trials_computed(cfg.nr_trials, cfg.computed_trials),
             max_iterations: cfg.max_iterations,
             tolerance: cfg.tolerance,
             scores_at: scores.addr,
