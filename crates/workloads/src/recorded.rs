@@ -197,7 +197,8 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
     }
 }
 
-fn encode(op: &Op, last: &mut u64, out: &mut Vec<u8>) {
+/// Append `op`'s record to `out`; `last` is the thread's previous access address.
+pub(crate) fn encode(op: &Op, last: &mut u64, out: &mut Vec<u8>) {
     match *op {
         Op::Access {
             addr,
@@ -230,7 +231,7 @@ fn encode(op: &Op, last: &mut u64, out: &mut Vec<u8>) {
 /// Decode the record at `pos`. The buffer was written by [`encode`] in this process,
 /// so it is well formed by construction.
 #[inline]
-fn decode(buf: &[u8], pos: &mut usize, last: &mut u64) -> Op {
+pub(crate) fn decode(buf: &[u8], pos: &mut usize, last: &mut u64) -> Op {
     let tag = buf[*pos];
     *pos += 1;
     match tag & 3 {

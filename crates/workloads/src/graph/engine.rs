@@ -102,23 +102,66 @@ impl Sink for Counter {
 pub(crate) const TRIAL_MARK: &str = "trial";
 
 /// Each thread's recorded operations of the computed trials, and where each trial
-/// starts in them.
+/// starts in them. Encoded as `recorded.rs` encodes a recording (2–5 bytes an access
+/// rather than an [`Op`]'s 24): an exact trial can be hundreds of millions of accesses.
 #[derive(Debug, Default)]
 struct TrialRecording {
-    /// Per thread: its operations since the first trial mark.
-    ops: Vec<Vec<Op>>,
-    /// Per thread: the index in `ops` where each trial starts.
-    starts: Vec<Vec<usize>>,
-    /// Per thread: (replayed trials done, position in the current one).
-    cursor: Vec<(u32, usize)>,
+    /// Per thread: its encoded operations since the first trial mark.
+    bytes: Vec<Vec<u8>>,
+    /// Per thread: the encoder's previous access address.
+    last: Vec<u64>,
+    /// Per thread: (byte offset, previous access address) where each trial starts.
+    starts: Vec<Vec<(usize, u64)>>,
+    /// Per thread: replayed trials done, and (byte offset, previous access address)
+    /// in the current one once started.
+    cursor: Vec<(u32, Option<(usize, u64)>)>,
 }
 
 impl TrialRecording {
-    /// Thread `thread`'s operations of computed trial `k`.
-    fn trial(&self, thread: usize, k: usize) -> &[Op] {
-        let starts = &self.starts[thread];
-        let end = starts.get(k + 1).copied().unwrap_or(self.ops[thread].len());
-        &self.ops[thread][starts[k]..end]
+    fn new(nr_threads: usize) -> Self {
+        TrialRecording {
+            bytes: vec![Vec::new(); nr_threads],
+            last: vec![0; nr_threads],
+            starts: vec![Vec::new(); nr_threads],
+            cursor: vec![(0, None); nr_threads],
+        }
+    }
+
+    fn push(&mut self, thread: usize, op: &Op) {
+        crate::recorded::encode(op, &mut self.last[thread], &mut self.bytes[thread]);
+    }
+
+    /// Mark the start of a trial in every thread's recording.
+    fn start_trial(&mut self) {
+        for t in 0..self.bytes.len() {
+            self.starts[t].push((self.bytes[t].len(), self.last[t]));
+        }
+    }
+
+    /// Append thread `thread`'s next replayed operations to `out`, up to
+    /// [`BATCH_OPS`], for `replayed_trials` trials in all.
+    fn replay(&mut self, thread: usize, replayed_trials: u32, out: &mut Vec<Op>) {
+        let computed = self.starts[thread].len();
+        let bytes = &self.bytes[thread];
+        while out.len() < BATCH_OPS {
+            let (done, at) = self.cursor[thread];
+            if done == replayed_trials || computed == 0 {
+                return;
+            }
+            let k = done as usize % computed;
+            let (mut pos, mut last) = at.unwrap_or(self.starts[thread][k]);
+            let end = self.starts[thread]
+                .get(k + 1)
+                .map_or(bytes.len(), |&(at, _)| at);
+            while pos < end && out.len() < BATCH_OPS {
+                out.push(crate::recorded::decode(bytes, &mut pos, &mut last));
+            }
+            self.cursor[thread] = if pos == end {
+                (done + 1, None)
+            } else {
+                (done, Some((pos, last)))
+            };
+        }
     }
 }
 
@@ -150,7 +193,7 @@ impl Queues {
     fn push(&mut self, thread: usize, op: Op) {
         if self.recording_started {
             if let Some(r) = &mut self.recording {
-                r.ops[thread].push(op);
+                r.push(thread, &op);
             }
         }
         self.queues[thread].push_back(op);
@@ -185,9 +228,7 @@ impl Sink for Queues {
         }
         if let Some(r) = &mut self.recording {
             self.recording_started = true;
-            for (starts, ops) in r.starts.iter_mut().zip(&r.ops) {
-                starts.push(ops.len());
-            }
+            r.start_trial();
         }
     }
 }
@@ -250,11 +291,7 @@ impl<P: Program> Runner<P> {
     ) -> Self {
         let mut queues = Queues::new(nr_threads, gap_ns);
         let n = nr_threads as usize;
-        queues.recording = (replayed_trials > 0).then(|| TrialRecording {
-            ops: vec![Vec::new(); n],
-            starts: vec![Vec::new(); n],
-            cursor: vec![(0, 0); n],
-        });
+        queues.recording = (replayed_trials > 0).then(|| TrialRecording::new(n));
         Runner {
             program,
             queues,
@@ -290,24 +327,8 @@ impl<P: Program> Runner<P> {
 
     /// Thread `thread`'s next batch of replayed trials.
     fn replay(&mut self, thread: usize, out: &mut Vec<Op>) {
-        let Some(r) = &mut self.queues.recording else {
-            return;
-        };
-        let computed = r.starts[thread].len();
-        while out.len() < BATCH_OPS {
-            let (done, pos) = r.cursor[thread];
-            if done == self.replayed_trials || computed == 0 {
-                return;
-            }
-            let trial = r.trial(thread, done as usize % computed);
-            let len = trial.len();
-            let n = (len - pos).min(BATCH_OPS - out.len());
-            out.extend_from_slice(&trial[pos..pos + n]);
-            r.cursor[thread] = if pos + n == len {
-                (done + 1, 0)
-            } else {
-                (done, pos + n)
-            };
+        if let Some(r) = &mut self.queues.recording {
+            r.replay(thread, self.replayed_trials, out);
         }
     }
 }
