@@ -94,7 +94,7 @@ name = "btree"
     },
     Suite {
         name: "chrono",
-        description: "Chrono (EuroSys'25): pmbench, the 50-process ladder, Graph500-like BFS (5 minutes of machine time, sampled), YCSB at 25% fast on optane",
+        description: "Chrono (EuroSys'25): pmbench, the 50-process ladder, Graph500, YCSB at 25% fast on optane",
         toml: r#"
 policies = ["chrono", "chrono-semiauto", "autonuma", "linux-tiering", "tpp", "autotiering", "multiclock", "memtis"]
 ratios = ["1:3"]
@@ -109,13 +109,9 @@ set = ["workload.footprint_mib=32768", "workload.nr_accesses=3700000000", "sim.s
 name = "pmbench-ladder"
 set = ["workload.scale=0.5"]
 
-# Graph kernels at faithful time: a 2^25-vertex Kronecker graph (4.3-4.4 GiB), the
-# kernel repeated for about 5 minutes of machine time at all-fast speed (GAP's -n
-# trials; a few computed, the rest replaying them, docs/workloads.md), sampled at 1/64
-# (docs/sampling.md, "Graph kernels").
 [[workloads]]
 name = "graph-bfs"
-set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\""]
+set = ["workload.scale=0.5"]
 
 [[workloads]]
 name = "ycsb"
@@ -124,20 +120,16 @@ set = ["workload.nr_records=33554432", "workload.nr_ops=930000000", "sim.sample_
     },
     Suite {
         name: "memtis",
-        description: "MEMTIS (SOSP'23): PageRank (5 minutes of machine time, sampled), XSBench, Btree, liblinear (exact, short), Silo-like YCSB-C at 1:2, 1:8, 1:16 on optane and cxl, THP always",
+        description: "MEMTIS (SOSP'23): graph, XSBench, Btree, Silo-like YCSB-C, liblinear at 1:2, 1:8, 1:16 on optane and cxl, THP always",
         toml: r#"
 policies = ["memtis", "hemem", "tpp", "autonuma", "autotiering", "linux-tiering"]
 ratios = ["1:2", "1:8", "1:16"]
 machines = ["optane", "cxl"]
 set = ["machine.thp=\"always\""]
 
-# Graph kernels at faithful time: a 2^25-vertex Kronecker graph (4.3-4.4 GiB), the
-# kernel repeated for about 5 minutes of machine time at all-fast speed (GAP's -n
-# trials; a few computed, the rest replaying them, docs/workloads.md), sampled at 1/64
-# (docs/sampling.md, "Graph kernels").
 [[workloads]]
 name = "graph-pr"
-set = ["workload.scale=16", "workload.nr_trials=16", "workload.computed_trials=1", "sim.sample_rate=\"1/64\""]
+set = ["workload.scale=0.5"]
 
 [[workloads]]
 name = "xsbench"
@@ -200,7 +192,7 @@ set = ["workload.scale=0.5"]
     },
     Suite {
         name: "multiclock",
-        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP BFS and PageRank (5 minutes of machine time each, sampled), CC (exact, short) on optane, against static tiering, Nimble and AutoTiering",
+        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP kernels on optane, against static tiering, Nimble and AutoTiering",
         toml: r#"
 policies = ["multiclock", "nimble", "first-touch", "autotiering", "autotiering-cpm"]
 ratios = ["1:3"]
@@ -227,19 +219,14 @@ set = ["workload.nr_records=33554432", "workload.nr_ops=930000000", "sim.sample_
 name = "ycsb"
 set = ["workload.nr_records=33554432", "workload.nr_ops=930000000", "sim.sample_rate=\"1/64\"", "workload.mix=\"f\""]
 
-# Graph kernels at faithful time: a 2^25-vertex Kronecker graph (4.3-4.4 GiB), the
-# kernel repeated for about 5 minutes of machine time at all-fast speed (GAP's -n
-# trials; a few computed, the rest replaying them, docs/workloads.md), sampled at 1/64
-# (docs/sampling.md, "Graph kernels").
 [[workloads]]
 name = "graph-bfs"
-set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\""]
+set = ["workload.scale=0.5"]
 
 [[workloads]]
 name = "graph-pr"
-set = ["workload.scale=16", "workload.nr_trials=16", "workload.computed_trials=1", "sim.sample_rate=\"1/64\""]
+set = ["workload.scale=0.5"]
 
-# CC stays exact and short (0.5 s): its sampled run was not validated.
 [[workloads]]
 name = "graph-cc"
 set = ["workload.scale=0.5"]
@@ -247,7 +234,7 @@ set = ["workload.scale=0.5"]
     },
     Suite {
         name: "pet",
-        description: "PET (EuroSys'25): working set that fits, 1.5x oversubscribed mix, hot-set shift (60 s per position, 30 min of machine time, sampled), BFS (5 minutes, sampled), on optane",
+        description: "PET (EuroSys'25): working set that fits, 1.5x oversubscribed mix, hot-set shift (60 s per position, 30 min of machine time, sampled), on optane",
         toml: r#"
 policies = ["pet", "linux-tiering", "tpp", "autotiering", "damon-tiering", "memtis", "mglru-pd", "thermostat"]
 ratios = ["2:1", "1:2"]
@@ -268,13 +255,9 @@ name = "hot-shift"
 label = "hot-shift-60s"
 set = ["workload.footprint_mib=2048", "workload.nr_threads=4", "workload.gap_ns=4000", "workload.interval_accesses=15000000", "sim.sample_rate=\"1/8\""]
 
-# Graph kernels at faithful time: a 2^25-vertex Kronecker graph (4.3-4.4 GiB), the
-# kernel repeated for about 5 minutes of machine time at all-fast speed (GAP's -n
-# trials; a few computed, the rest replaying them, docs/workloads.md), sampled at 1/64
-# (docs/sampling.md, "Graph kernels").
 [[workloads]]
 name = "graph-bfs"
-set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\""]
+set = ["workload.scale=0.5"]
 "#,
     },
 ];
