@@ -444,6 +444,14 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
     if args.smoke && args.write_docs.is_some() {
         bail!("--smoke runs are too short to judge claims; drop --write-docs");
     }
+    // claims.md summarises every paper: written from a subset, it would lose the rest.
+    let some_papers_left_out =
+        !args.papers.is_empty() && valid.iter().any(|v| !args.papers.iter().any(|p| p == v));
+    if args.write_docs.is_some() && some_papers_left_out {
+        bail!(
+            "--write-docs rewrites docs/claims.md for every paper; drop --paper (the other papers' finished runs in --out are reused)"
+        );
+    }
     let chosen: Vec<&ClaimFile> = files
         .iter()
         .filter(|f| args.papers.is_empty() || args.papers.contains(&f.paper))

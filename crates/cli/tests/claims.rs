@@ -68,6 +68,26 @@ fn bad_claims_input_is_one_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("drop --write-docs"));
+    // Docs written from one paper would drop the others' rows from claims.md.
+    let out = tierkit()
+        .args([
+            "claims",
+            "--paper",
+            "chrono",
+            "--write-docs",
+            "docs",
+            "--out",
+            "/nonexistent/x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--write-docs rewrites docs/claims.md for every paper; drop --paper"),
+        "{err}"
+    );
     // A directory with someone else's files is refused, and they stay.
     let dir = std::env::temp_dir().join(format!("tierkit-claims-occupied-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
