@@ -42,48 +42,42 @@ fn every_claim_runs_and_is_judged_at_smoke_scale() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+/// Run `tierkit` with `args`, expect it refused (exit 2) with a one-line error, and
+/// return that error.
+fn refused(args: &[&str]) -> String {
+    let out = tierkit().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    err
+}
+
 #[test]
 fn bad_claims_input_is_one_line() {
-    let out = tierkit()
-        .args(["claims", "--paper", "nope", "--out", "/nonexistent/x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = refused(&["claims", "--paper", "nope", "--out", "/nonexistent/x"]);
     assert!(
         err.contains("unknown paper `nope`; valid: chrono, memtis, freqtier, multiclock, pet"),
         "{err}"
     );
-    let out = tierkit()
-        .args([
-            "claims",
-            "--smoke",
-            "--write-docs",
-            "docs",
-            "--out",
-            "/nonexistent/x",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("drop --write-docs"));
+    let err = refused(&[
+        "claims",
+        "--smoke",
+        "--write-docs",
+        "docs",
+        "--out",
+        "/nonexistent/x",
+    ]);
+    assert!(err.contains("drop --write-docs"), "{err}");
     // Docs written from one paper would drop the others' rows from claims.md.
-    let out = tierkit()
-        .args([
-            "claims",
-            "--paper",
-            "chrono",
-            "--write-docs",
-            "docs",
-            "--out",
-            "/nonexistent/x",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = refused(&[
+        "claims",
+        "--paper",
+        "chrono",
+        "--write-docs",
+        "docs",
+        "--out",
+        "/nonexistent/x",
+    ]);
     assert!(
         err.contains("--write-docs rewrites docs/claims.md for every paper; drop --paper"),
         "{err}"
@@ -92,17 +86,15 @@ fn bad_claims_input_is_one_line() {
     let dir = std::env::temp_dir().join(format!("tierkit-claims-occupied-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("claims.md"), "mine").unwrap();
-    let out = tierkit()
-        .args(["claims", "--smoke", "--paper", "chrono", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("did not write"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = refused(&[
+        "claims",
+        "--smoke",
+        "--paper",
+        "chrono",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(err.contains("did not write"), "{err}");
     assert_eq!(
         std::fs::read_to_string(dir.join("claims.md")).unwrap(),
         "mine"

@@ -127,8 +127,12 @@ impl TrialRecording {
         }
     }
 
+    /// Record `op` if the first trial has started (the build before it is not
+    /// replayed).
     fn push(&mut self, thread: usize, op: &Op) {
-        crate::recorded::encode(op, &mut self.last[thread], &mut self.bytes[thread]);
+        if !self.starts[thread].is_empty() {
+            crate::recorded::encode(op, &mut self.last[thread], &mut self.bytes[thread]);
+        }
     }
 
     /// Mark the start of a trial in every thread's recording.
@@ -175,7 +179,6 @@ pub(crate) struct Queues {
     keep: Option<RegionSampler>,
     /// Set when trials are replayed; records from the first trial mark on.
     recording: Option<TrialRecording>,
-    recording_started: bool,
 }
 
 impl Queues {
@@ -185,16 +188,13 @@ impl Queues {
             gap_ns,
             keep: None,
             recording: None,
-            recording_started: false,
         }
     }
 
     #[inline]
     fn push(&mut self, thread: usize, op: Op) {
-        if self.recording_started {
-            if let Some(r) = &mut self.recording {
-                r.push(thread, &op);
-            }
+        if let Some(r) = &mut self.recording {
+            r.push(thread, &op);
         }
         self.queues[thread].push_back(op);
     }
@@ -227,7 +227,6 @@ impl Sink for Queues {
             return;
         }
         if let Some(r) = &mut self.recording {
-            self.recording_started = true;
             r.start_trial();
         }
     }
@@ -305,6 +304,16 @@ impl<P: Program> Runner<P> {
     /// [`Runner::fill`].
     pub(crate) fn keep_only(&mut self, sampler: RegionSampler) {
         self.queues.keep = Some(sampler);
+    }
+
+    /// True once [`Runner::keep_only`] has restricted the stream to a sample.
+    pub(crate) fn is_restricted(&self) -> bool {
+        self.queues.keep.is_some()
+    }
+
+    /// The trials replayed after the program's own.
+    pub(crate) fn replayed_trials(&self) -> u32 {
+        self.replayed_trials
     }
 
     /// Append thread `thread`'s next batch (at most [`BATCH_OPS`] operations) to

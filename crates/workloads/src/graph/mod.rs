@@ -531,9 +531,6 @@ pub(crate) struct GraphWorkload<K> {
     runner: Runner<GraphProgram<K>>,
     nr_threads: u32,
     mlp: f64,
-    replayed_trials: u32,
-    /// Set by [`GraphWorkload::restrict_to`].
-    restricted: bool,
     /// The access count, computed on first request: counting runs the whole program
     /// once more, which a sampled run (whose count nobody asks) need not pay.
     expected: std::sync::OnceLock<u64>,
@@ -584,8 +581,6 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
             ),
             nr_threads: setup.nr_threads,
             mlp: setup.mlp,
-            replayed_trials: setup.replayed_trials,
-            restricted: false,
             expected: std::sync::OnceLock::new(),
         }
     }
@@ -633,20 +628,17 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
     /// The whole stream's access count; `None` once restricted to a sample (as the
     /// other restricting workloads).
     pub(crate) fn expected_accesses(&self) -> Option<u64> {
-        if self.restricted {
+        if self.runner.is_restricted() {
             return None;
         }
-        Some(
-            *self.expected.get_or_init(|| {
-                engine::count_with_replays(&self.program_start, self.replayed_trials)
-            }),
-        )
+        Some(*self.expected.get_or_init(|| {
+            engine::count_with_replays(&self.program_start, self.runner.replayed_trials())
+        }))
     }
 
     /// Generate only the regions `sampler` keeps (one process: the run's process 0).
     pub(crate) fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
         self.runner.keep_only(*sampler);
-        self.restricted = true;
         true
     }
 }
