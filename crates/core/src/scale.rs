@@ -12,6 +12,8 @@
 
 use serde::Serialize;
 
+use crate::{Vpn, SUBPAGES_PER_HUGE};
+
 /// The space scale of a run: the share of 2 MiB regions simulated. 1 = exact.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SpaceScale {
@@ -84,6 +86,11 @@ impl SpaceScale {
 /// independent hashing a 4 GiB footprint at 1/64 keeps 32 ± 6 regions). The same salt
 /// and rate always keep the same regions, so every policy of a comparison sees the
 /// same sampled stream.
+///
+/// With [`SampleStrata::Mapping`] the strata are drawn inside each mapping instead
+/// (see [`MappingStrata`]): a mapping's whole aligned blocks of N regions keep one
+/// region each, and the rest of it keeps one base page in each N, so a mapping under
+/// N regions is sampled page by page rather than kept whole or dropped whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegionSampler {
     salt: u64,
@@ -91,6 +98,63 @@ pub struct RegionSampler {
     mask: u64,
     /// Added to a process id before hashing (see [`RegionSampler::for_processes_from`]).
     pid_offset: u32,
+    /// Where the strata are drawn (`sim.sample_strata`).
+    strata: SampleStrata,
+}
+
+/// Where a sampled run draws its strata (`sim.sample_strata`, `docs/sampling.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleStrata {
+    /// Blocks of N consecutive 2 MiB regions of each process's address space, one
+    /// region kept per block. A mapping under N regions is kept whole or not at all,
+    /// at N times its weight when kept: unbiased, but with a variance that a small,
+    /// hot mapping (a BFS frontier bitmap) turns into a large error.
+    #[default]
+    Address,
+    /// Strata inside each mapping: its whole aligned blocks of N regions keep one
+    /// region each (huge pages keep their shape there), and its remaining pages (a
+    /// mapping under N regions, the unaligned head and the remainder) keep one base
+    /// page in each N, on base pages only. Every mapping keeps `1/N` of its pages,
+    /// give or take one page.
+    Mapping,
+}
+
+/// How a mapping is sampled under [`SampleStrata::Mapping`]: computed from the mapping
+/// as it was mapped (`Op::Mmap`), and kept by every part of it after a partial
+/// `munmap`, so the machine and a stream filter decide alike. Under
+/// [`SampleStrata::Address`] (or an exact run) it carries nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappingStrata {
+    /// First page of the mapping as mapped.
+    start_vpn: Vpn,
+    /// Pages `[body_start, body_end)` are sampled by 2 MiB region: the mapping's
+    /// aligned regions, in whole blocks of N from its first aligned one. Empty
+    /// (both at the mapping's end) when it has fewer than N aligned regions.
+    body_start: Vpn,
+    body_end: Vpn,
+    /// True under [`SampleStrata::Address`]: the address-space strata decide.
+    by_address: bool,
+}
+
+impl MappingStrata {
+    /// The strata of an exact or address-sampled run: regions decide, huge pages go
+    /// anywhere.
+    pub const BY_ADDRESS: MappingStrata = MappingStrata {
+        start_vpn: 0,
+        body_start: 0,
+        body_end: Vpn::MAX,
+        by_address: true,
+    };
+
+    /// True if a huge page may start at `head` (a 2 MiB-aligned page number): always
+    /// by address; by mapping only in the part sampled by region, since a page-sampled
+    /// part keeps one base page in N and a huge page there would occupy N times its
+    /// share.
+    #[inline]
+    pub fn huge_allowed(&self, head: Vpn) -> bool {
+        self.by_address || (head >= self.body_start && head < self.body_end)
+    }
 }
 
 impl RegionSampler {
@@ -103,7 +167,91 @@ impl RegionSampler {
             salt: mix64(seed ^ 0x5348_4152_4453_2d74), // "SHARDS-t"
             mask: n.next_power_of_two() - 1,
             pid_offset: 0,
+            strata: SampleStrata::Address,
         }
+    }
+
+    /// This sampler drawing its strata as `strata` says.
+    pub fn with_strata(self, strata: SampleStrata) -> RegionSampler {
+        RegionSampler { strata, ..self }
+    }
+
+    /// Where this sampler draws its strata.
+    #[inline]
+    pub fn strata(&self) -> SampleStrata {
+        self.strata
+    }
+
+    /// True when strata are drawn per mapping and something is sampled away: what is
+    /// kept then depends on the mapping an address belongs to ([`MappingStrata`]), not
+    /// on the address alone.
+    #[inline]
+    pub fn by_mapping(&self) -> bool {
+        self.strata == SampleStrata::Mapping && !self.keeps_all()
+    }
+
+    /// The strata of a mapping of `nr_pages` pages from `start_vpn`, as mapped.
+    pub fn strata_of(&self, start_vpn: Vpn, nr_pages: u64) -> MappingStrata {
+        if !self.by_mapping() {
+            return MappingStrata::BY_ADDRESS;
+        }
+        let end = start_vpn + nr_pages;
+        let first_region = start_vpn.div_ceil(SUBPAGES_PER_HUGE);
+        let end_region = end / SUBPAGES_PER_HUGE;
+        let whole = end_region.saturating_sub(first_region) & !self.mask;
+        let (body_start, body_end) = if whole == 0 {
+            (end, end)
+        } else {
+            let b = first_region * SUBPAGES_PER_HUGE;
+            (b, b + whole * SUBPAGES_PER_HUGE)
+        };
+        MappingStrata {
+            start_vpn,
+            body_start,
+            body_end,
+            by_address: false,
+        }
+    }
+
+    /// Whether page `vpn` of a mapping with strata `m` in process `pid` is simulated,
+    /// and the first page after the sampling unit that holds it (its 2 MiB region, or
+    /// the page itself where the mapping is sampled page by page): every page of a
+    /// unit is kept or dropped together.
+    #[inline]
+    pub fn unit_at(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> (bool, Vpn) {
+        const REGION_PAGES_SHIFT: u32 = crate::HUGE_PAGE_SHIFT - crate::PAGE_SHIFT;
+        let next_region = (vpn | (SUBPAGES_PER_HUGE - 1)) + 1;
+        if self.keeps_all() {
+            return (true, next_region);
+        }
+        if m.by_address {
+            return (
+                self.keeps_region(pid, vpn >> REGION_PAGES_SHIFT),
+                next_region,
+            );
+        }
+        let pid = pid.wrapping_add(self.pid_offset) as u64;
+        let owner = mix64(self.salt ^ m.start_vpn ^ (pid << 48));
+        if vpn >= m.body_start && vpn < m.body_end {
+            let j = (vpn - m.body_start) >> REGION_PAGES_SHIFT;
+            let chosen = mix64(owner ^ 0x5245_4749_4f4e ^ (j & !self.mask)) & self.mask;
+            return (j & self.mask == chosen, next_region);
+        }
+        // The page-sampled part: the head before the body, then the pages after it,
+        // numbered as one run.
+        let idx = if vpn < m.body_start {
+            vpn.saturating_sub(m.start_vpn)
+        } else {
+            (m.body_start - m.start_vpn) + (vpn - m.body_end)
+        };
+        let chosen = mix64(owner ^ 0x5041_4745 ^ (idx & !self.mask)) & self.mask;
+        (idx & self.mask == chosen, vpn + 1)
+    }
+
+    /// True if page `vpn` of a mapping with strata `m` in process `pid` is simulated.
+    #[inline]
+    pub fn keeps_page(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> bool {
+        self.unit_at(pid, m, vpn).0
     }
 
     /// This sampler as seen by a part of the run whose process `p` is the run's process
@@ -128,7 +276,9 @@ impl RegionSampler {
         self.mask + 1
     }
 
-    /// True if the 2 MiB region holding `addr` in process `pid` is simulated.
+    /// True if the 2 MiB region holding `addr` in process `pid` is simulated under
+    /// address strata (under mapping strata the mapping decides: see
+    /// [`RegionSampler::keeps_page`] and [`StreamSampler`]).
     #[inline]
     pub fn keeps(&self, pid: u32, addr: u64) -> bool {
         self.keeps_region(pid, addr >> crate::HUGE_PAGE_SHIFT)
@@ -142,6 +292,91 @@ impl RegionSampler {
         let pid = pid.wrapping_add(self.pid_offset);
         let chosen = mix64(self.salt ^ block ^ ((pid as u64) << 48)) & self.mask;
         region & self.mask == chosen
+    }
+}
+
+/// A [`RegionSampler`] that follows a stream's mappings (its `Op::Mmap` and
+/// `Op::Munmap`), so that it can decide for an address alone what the sampler decides
+/// for a page of a known mapping. The stream filter of a sampled run and a workload
+/// that restricts itself at its output keep one; under [`SampleStrata::Address`] it is
+/// the plain sampler.
+#[derive(Debug, Clone)]
+pub struct StreamSampler {
+    sampler: RegionSampler,
+    /// Per process: `(start_vpn, end_vpn, strata)` of each mapped range, sorted and
+    /// disjoint; a range left by a partial unmap keeps its mapping's strata.
+    maps: Vec<Vec<(Vpn, Vpn, MappingStrata)>>,
+}
+
+impl StreamSampler {
+    /// A sampler that knows no mapping yet.
+    pub fn new(sampler: RegionSampler) -> StreamSampler {
+        StreamSampler {
+            sampler,
+            maps: Vec::new(),
+        }
+    }
+
+    /// The sampler it applies.
+    pub fn sampler(&self) -> &RegionSampler {
+        &self.sampler
+    }
+
+    /// Follow `op` of process `pid`: a mapping or unmapping changes which strata an
+    /// address falls in; an access changes nothing.
+    pub fn observe(&mut self, pid: u32, op: &crate::Op) {
+        if !self.sampler.by_mapping() {
+            return;
+        }
+        let (addr, len, mapped) = match *op {
+            crate::Op::Mmap { addr, len, .. } => (addr, len, true),
+            crate::Op::Munmap { addr, len } => (addr, len, false),
+            crate::Op::Access { .. } => return,
+        };
+        let p = pid as usize;
+        if self.maps.len() <= p {
+            self.maps.resize_with(p + 1, Vec::new);
+        }
+        let (s, e) = (addr >> crate::PAGE_SHIFT, (addr + len) >> crate::PAGE_SHIFT);
+        let ranges = &mut self.maps[p];
+        let mut kept = Vec::with_capacity(ranges.len() + 2);
+        for &(a, b, m) in ranges.iter() {
+            if b <= s || a >= e {
+                kept.push((a, b, m));
+                continue;
+            }
+            if a < s {
+                kept.push((a, s, m));
+            }
+            if b > e {
+                kept.push((e, b, m));
+            }
+        }
+        if mapped {
+            kept.push((s, e, self.sampler.strata_of(s, e - s)));
+        }
+        kept.sort_unstable_by_key(|r| r.0);
+        *ranges = kept;
+    }
+
+    /// True if the access to `addr` in process `pid` is simulated. An address outside
+    /// every mapping the stream declared is decided by address (the machine then
+    /// reports the access as unmapped).
+    #[inline]
+    pub fn keeps(&self, pid: u32, addr: u64) -> bool {
+        if !self.sampler.by_mapping() {
+            return self.sampler.keeps(pid, addr);
+        }
+        let vpn = addr >> crate::PAGE_SHIFT;
+        if let Some(ranges) = self.maps.get(pid as usize) {
+            let i = ranges.partition_point(|r| r.1 <= vpn);
+            if let Some(&(a, _, m)) = ranges.get(i) {
+                if a <= vpn {
+                    return self.sampler.keeps_page(pid, &m, vpn);
+                }
+            }
+        }
+        self.sampler.keeps(pid, addr)
     }
 }
 
@@ -194,6 +429,148 @@ mod tests {
         assert!((0..4096u64).all(|g| all.keeps(1, g << 21)));
         // A region is kept or not as a whole.
         assert_eq!(r.keeps(0, 5 << 21), r.keeps(0, (5 << 21) + 4096 * 300));
+    }
+
+    /// Pages of `[start, start + nr)` a sampler by mapping keeps in process `pid`.
+    fn kept_pages(r: &RegionSampler, pid: u32, start: Vpn, nr: u64) -> Vec<Vpn> {
+        let m = r.strata_of(start, nr);
+        (start..start + nr)
+            .filter(|&v| r.keeps_page(pid, &m, v))
+            .collect()
+    }
+
+    #[test]
+    fn strata_by_mapping_keep_one_page_in_n_of_every_mapping() {
+        let r =
+            RegionSampler::new(SpaceScale::new(1.0 / 16.0), 7).with_strata(SampleStrata::Mapping);
+        assert!(r.by_mapping());
+        // (start, pages): a few pages, one unaligned region, under a stratum, exactly
+        // a stratum aligned, a stratum and a half unaligned, many strata.
+        for (start, nr) in [
+            (100u64, 40u64),
+            (512 * 3 + 17, 512),
+            (512 * 64, 512 * 15),
+            (512 * 1024, 512 * 16),
+            (512 * 2048 + 300, 512 * 24 + 5),
+            (512 * 4096, 512 * 160),
+        ] {
+            let kept = kept_pages(&r, 0, start, nr).len() as f64;
+            assert!(
+                (kept - nr as f64 / 16.0).abs() <= 1.0,
+                "{kept} pages kept of {nr} from {start}"
+            );
+        }
+        // Under a stratum every kept unit is a base page: no huge page, and the kept
+        // pages are spread over the mapping rather than in one region.
+        let m = r.strata_of(512 * 64, 512 * 15);
+        assert!((0..15).all(|k| !m.huge_allowed(512 * (64 + k))));
+        let kept = kept_pages(&r, 0, 512 * 64, 512 * 15);
+        let regions: std::collections::BTreeSet<u64> = kept.iter().map(|v| v / 512).collect();
+        assert_eq!(regions.len(), 15);
+        // An aligned stratum keeps one whole region and may hold huge pages.
+        let m = r.strata_of(512 * 1024, 512 * 16);
+        assert!((0..16).all(|k| m.huge_allowed(512 * (1024 + k))));
+        let kept = kept_pages(&r, 0, 512 * 1024, 512 * 16);
+        assert_eq!(kept.len(), 512);
+        assert_eq!(kept[0] % 512, 0);
+        assert_eq!(kept[511], kept[0] + 511);
+        // Unaligned: the head before the first aligned region and the remainder after
+        // the whole strata are page-sampled, the strata region-sampled.
+        let m = r.strata_of(512 * 2048 + 300, 512 * 24 + 5);
+        assert!(!m.huge_allowed(512 * 2048));
+        assert!(m.huge_allowed(512 * 2049));
+        assert!(m.huge_allowed(512 * 2064));
+        assert!(!m.huge_allowed(512 * 2065));
+        // Every page of a unit is decided alike, and the unit ends where it says.
+        for v in 512 * 2048 + 300..512 * 2073 {
+            let (k, end) = r.unit_at(3, &m, v);
+            assert!(end > v);
+            assert!((v..end.min(512 * 2073)).all(|u| r.keeps_page(3, &m, u) == k));
+        }
+    }
+
+    #[test]
+    fn strata_by_mapping_are_salted_per_process_and_mapping() {
+        let r =
+            RegionSampler::new(SpaceScale::new(1.0 / 16.0), 7).with_strata(SampleStrata::Mapping);
+        let a = kept_pages(&r, 0, 1000, 4096);
+        assert_eq!(a, kept_pages(&r, 0, 1000, 4096), "deterministic");
+        assert_ne!(a, kept_pages(&r, 1, 1000, 4096), "another process");
+        let shifted: Vec<Vpn> = kept_pages(&r, 0, 1001, 4096)
+            .iter()
+            .map(|v| v - 1)
+            .collect();
+        assert_ne!(a, shifted, "another mapping");
+        let other =
+            RegionSampler::new(SpaceScale::new(1.0 / 16.0), 8).with_strata(SampleStrata::Mapping);
+        assert_ne!(a, kept_pages(&other, 0, 1000, 4096), "another seed");
+        // Exact, or by address: the mapping does not matter.
+        let exact = RegionSampler::new(SpaceScale::EXACT, 7).with_strata(SampleStrata::Mapping);
+        assert!(!exact.by_mapping());
+        assert_eq!(kept_pages(&exact, 0, 1000, 4096).len(), 4096);
+        let by_address = RegionSampler::new(SpaceScale::new(1.0 / 16.0), 7);
+        let m = by_address.strata_of(1000, 4096);
+        assert_eq!(m, MappingStrata::BY_ADDRESS);
+        assert!(
+            (1000..5096).all(|v| by_address.keeps_page(2, &m, v) == by_address.keeps(2, v << 12))
+        );
+    }
+
+    #[test]
+    fn a_stream_sampler_follows_mappings_through_partial_unmaps() {
+        use crate::{Op, VmaKind};
+        let r =
+            RegionSampler::new(SpaceScale::new(1.0 / 8.0), 5).with_strata(SampleStrata::Mapping);
+        let (addr, len) = (0x4000_0000u64 + 3 * 4096, 300 * 4096u64);
+        let mut s = StreamSampler::new(r);
+        s.observe(
+            1,
+            &Op::Mmap {
+                addr,
+                len,
+                kind: VmaKind::Anon,
+            },
+        );
+        let m = r.strata_of(addr >> 12, len >> 12);
+        let decided = |s: &StreamSampler| -> Vec<bool> {
+            (0..300).map(|i| s.keeps(1, addr + i * 4096 + 64)).collect()
+        };
+        let before = decided(&s);
+        assert_eq!(
+            before,
+            (0..300)
+                .map(|i| r.keeps_page(1, &m, (addr >> 12) + i))
+                .collect::<Vec<_>>()
+        );
+        assert!(before.iter().filter(|&&k| k).count() >= 37);
+        // Unmapping the middle leaves the rest decided as before.
+        s.observe(
+            1,
+            &Op::Munmap {
+                addr: addr + 100 * 4096,
+                len: 50 * 4096,
+            },
+        );
+        let after = decided(&s);
+        for i in (0..100).chain(150..300) {
+            assert_eq!(after[i], before[i], "page {i}");
+        }
+        // Mapping it again makes a new mapping with its own strata.
+        s.observe(
+            1,
+            &Op::Mmap {
+                addr: addr + 100 * 4096,
+                len: 50 * 4096,
+                kind: VmaKind::Anon,
+            },
+        );
+        let m2 = r.strata_of((addr >> 12) + 100, 50);
+        for i in 100..150u64 {
+            assert_eq!(
+                s.keeps(1, addr + i * 4096),
+                r.keeps_page(1, &m2, (addr >> 12) + i)
+            );
+        }
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub trait Workload: Send {
     /// sampler — per thread, the kept accesses with the same distribution, order and
     /// compute gaps (a dropped access's gap is dropped with it) — though not the same
     /// bytes, since the generator draws fewer random numbers. Mappings are unchanged.
+    /// Under strata by mapping ([`crate::RegionSampler::by_mapping`]) what is kept
+    /// depends on the mapping an address is in: a workload restricting itself then
+    /// follows its mappings with a [`crate::StreamSampler`].
     fn restrict_to(&mut self, _sampler: &crate::scale::RegionSampler) -> bool {
         false
     }

@@ -478,6 +478,14 @@ pub struct SimConfig {
     /// each simulated event stands for `1/rate` events. `1` (the default) is exact;
     /// otherwise `1/N` with N a power of two up to 4096, given as `"1/64"` or `0.015625`.
     pub sample_rate: SampleRate,
+    /// Where a sampled run draws its strata: `"address"` (the default: blocks of
+    /// N consecutive 2 MiB regions of each address space) or `"mapping"` (inside each
+    /// mapping, page by page where a mapping has fewer than N regions left;
+    /// `docs/sampling.md`, "Strata by mapping"). No effect on an exact run. Written
+    /// into a run's resolved config only when not the default, so configs and outputs
+    /// from before it stay byte-identical.
+    #[serde(skip_serializing_if = "is_address_strata")]
+    pub sample_strata: tierkit_core::SampleStrata,
 }
 
 /// The share of 2 MiB regions a run simulates: `1/denominator`, a power-of-two
@@ -581,6 +589,10 @@ impl<'de> Deserialize<'de> for SampleRate {
     }
 }
 
+fn is_address_strata(s: &tierkit_core::SampleStrata) -> bool {
+    *s == tierkit_core::SampleStrata::Address
+}
+
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
@@ -592,6 +604,7 @@ impl Default for SimConfig {
             heatmap_bins: 64,
             policy_time_scale: 1.0,
             sample_rate: SampleRate::EXACT,
+            sample_strata: tierkit_core::SampleStrata::Address,
         }
     }
 }

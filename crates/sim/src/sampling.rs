@@ -14,7 +14,9 @@ use tierkit_core::*;
 /// A workload restricted to the regions a sampler keeps.
 pub struct Sampled {
     inner: Box<dyn Workload>,
-    sampler: RegionSampler,
+    /// The sampler, following the stream's mappings (their strata decide under
+    /// `sim.sample_strata = "mapping"`).
+    sampler: StreamSampler,
     /// The inner workload generates only kept regions itself
     /// ([`Workload::restrict_to`]); nothing is left to filter.
     restricted: bool,
@@ -27,15 +29,41 @@ impl Sampled {
         let restricted = inner.restrict_to(&sampler);
         Sampled {
             inner,
-            sampler,
+            sampler: StreamSampler::new(sampler),
             restricted,
         }
     }
 }
 
+impl Sampled {
+    /// Drop the unsampled accesses of `out[first..]`, following its mappings in
+    /// stream order (a restricted workload's accesses are all kept; only its
+    /// mappings are followed).
+    fn filter(&mut self, pid: u32, out: &mut Vec<Op>, first: usize) {
+        let sampler = &mut self.sampler;
+        let restricted = self.restricted;
+        let mut k = first;
+        for i in first..out.len() {
+            let op = out[i];
+            let keep = match op {
+                Op::Access { addr, .. } => restricted || sampler.keeps(pid, addr),
+                _ => {
+                    sampler.observe(pid, &op);
+                    true
+                }
+            };
+            if keep {
+                out[k] = op;
+                k += 1;
+            }
+        }
+        out.truncate(k);
+    }
+}
+
 /// The sampler of a run: `sim.sample_rate`, salted by the run's seed.
 pub fn sampler_for(sim: &SimConfig, seed: u64) -> RegionSampler {
-    RegionSampler::new(sim.sample_rate.scale(), seed)
+    RegionSampler::new(sim.sample_rate.scale(), seed).with_strata(sim.sample_strata)
 }
 
 /// `workload` as a run with `sim` and `seed` simulates it: unchanged when exact, else
@@ -59,13 +87,21 @@ impl Workload for Sampled {
     }
 
     fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
-        self.inner.prologue(process, out)
+        let first = out.len();
+        self.inner.prologue(process, out);
+        // A prologue's operations pass whole, as they always have; its mappings are
+        // followed.
+        for op in &out[first..] {
+            self.sampler.observe(process as u32, op);
+        }
     }
 
     fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
         let pid = process as u32;
         if self.restricted {
+            let first = out.len();
             self.inner.fill(process, thread, out);
+            self.filter(pid, out, first);
             debug_assert!(out.iter().all(|op| match *op {
                 Op::Access { addr, .. } => self.sampler.keeps(pid, addr),
                 _ => true,
@@ -79,10 +115,7 @@ impl Workload for Sampled {
             if out.is_empty() {
                 return;
             }
-            out.retain(|op| match *op {
-                Op::Access { addr, .. } => self.sampler.keeps(pid, addr),
-                _ => true,
-            });
+            self.filter(pid, out, 0);
             if !out.is_empty() {
                 return;
             }
@@ -91,7 +124,7 @@ impl Workload for Sampled {
 
     fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
         // Already sampled: a second identical sampler changes nothing.
-        *sampler == self.sampler
+        sampler == self.sampler.sampler()
     }
 
     fn expected_accesses(&self) -> Option<u64> {

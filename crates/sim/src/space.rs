@@ -6,7 +6,7 @@
 //! and its arm time live in the head entry, as a PMD entry holds them for the whole
 //! 2 MiB.
 
-use tierkit_core::{huge_head, Nanos, Vma, VmaKind, Vpn, SUBPAGES_PER_HUGE};
+use tierkit_core::{huge_head, MappingStrata, Nanos, Vma, VmaKind, Vpn, SUBPAGES_PER_HUGE};
 
 /// Tier value of a page that is not resident.
 pub const NOT_PRESENT: u8 = u8::MAX;
@@ -69,6 +69,9 @@ pub struct VmaState {
     pub vma: Vma,
     /// One state per base page.
     pub pages: Vec<PageState>,
+    /// How a sampled run samples the mapping this area came from (kept by both parts
+    /// of a partial unmap).
+    pub strata: MappingStrata,
 }
 
 impl VmaState {
@@ -85,12 +88,14 @@ impl VmaState {
     }
 
     /// Whether the 2 MiB range holding `vpn` lies wholly inside this anonymous VMA, so
-    /// it may be backed by a huge page.
+    /// it may be backed by a huge page (and, in a run sampled by mapping, inside the
+    /// part of the mapping sampled by region).
     pub fn huge_eligible(&self, vpn: Vpn) -> bool {
         let head = huge_head(vpn);
         self.vma.kind == VmaKind::Anon
             && head >= self.vma.start_vpn
             && head + SUBPAGES_PER_HUGE <= self.vma.end_vpn()
+            && self.strata.huge_allowed(head)
     }
 }
 
@@ -131,8 +136,8 @@ impl AddressSpace {
         (i < self.vmas.len() && self.vmas[i].vma.contains(vpn)).then_some(i)
     }
 
-    /// Insert a new VMA; fails if it overlaps an existing one.
-    pub fn insert(&mut self, vma: Vma) -> Result<(), String> {
+    /// Insert a new VMA sampled as `strata` says; fails if it overlaps an existing one.
+    pub fn insert(&mut self, vma: Vma, strata: MappingStrata) -> Result<(), String> {
         let i = self
             .vmas
             .partition_point(|v| v.vma.end_vpn() <= vma.start_vpn);
@@ -148,6 +153,7 @@ impl AddressSpace {
             VmaState {
                 vma,
                 pages: crate::prefetch::vec_on_huge_pages(PageState::EMPTY, vma.nr_pages as usize),
+                strata,
             },
         );
         self.last = 0;
@@ -229,6 +235,7 @@ impl AddressSpace {
                         kind: v.vma.kind,
                     },
                     pages: right_pages,
+                    strata: v.strata,
                 });
             }
         }
@@ -253,7 +260,7 @@ mod tests {
     #[test]
     fn unmap_middle_splits_vma_and_frees_resident_pages() {
         let mut a = AddressSpace::default();
-        a.insert(vma(1000, 100)).unwrap();
+        a.insert(vma(1000, 100), MappingStrata::BY_ADDRESS).unwrap();
         for p in &mut a.vmas[0].pages[10..30] {
             p.tier = 0;
         }
@@ -272,15 +279,15 @@ mod tests {
     #[test]
     fn overlapping_mmap_is_rejected() {
         let mut a = AddressSpace::default();
-        a.insert(vma(0, 10)).unwrap();
-        assert!(a.insert(vma(5, 10)).is_err());
-        assert!(a.insert(vma(10, 10)).is_ok());
+        a.insert(vma(0, 10), MappingStrata::BY_ADDRESS).unwrap();
+        assert!(a.insert(vma(5, 10), MappingStrata::BY_ADDRESS).is_err());
+        assert!(a.insert(vma(10, 10), MappingStrata::BY_ADDRESS).is_ok());
     }
 
     #[test]
     fn split_keeps_tier_and_written_bits_per_subpage() {
         let mut a = AddressSpace::default();
-        a.insert(vma(512, 1024)).unwrap();
+        a.insert(vma(512, 1024), MappingStrata::BY_ADDRESS).unwrap();
         let v = &mut a.vmas[0];
         for p in &mut v.pages[0..512] {
             p.tier = 1;

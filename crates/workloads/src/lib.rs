@@ -452,6 +452,16 @@ pub(crate) mod testutil {
         assert!(w.restrict_to(sampler), "the workload restricts itself");
         let restricted = drain(w.as_mut());
         assert_eq!(full.mappings, restricted.mappings, "mappings are unchanged");
+        // Under strata by mapping the mapping an address is in decides (the drained
+        // mappings carry no process, so only one-process workloads are checked so).
+        let mut stream_sampler = tierkit_core::StreamSampler::new(*sampler);
+        if sampler.by_mapping() {
+            assert_eq!(full.streams.len(), 1, "strata by mapping: one process");
+            for m in &full.mappings {
+                stream_sampler.observe(0, &m.mmap_op());
+            }
+        }
+        let sampler = &stream_sampler;
         // (accesses, writes, gapped, per-region counts) of one thread's kept accesses.
         let profile = |pid: usize, ops: &[Op], filter: bool| {
             let mut regions = BTreeMap::<u64, u64>::new();

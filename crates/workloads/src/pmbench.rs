@@ -268,6 +268,11 @@ impl Workload for Pmbench {
     }
 
     fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        // Its kept elements are listed by region; under strata by mapping the
+        // stream filter decides instead.
+        if sampler.by_mapping() {
+            return false;
+        }
         let kept = KeptElements::new(sampler, self.process as u32, self.region, PAGE_SIZE);
         let nr_kept = kept.count_in(0, self.pages);
         let (table, q) = match self.pattern {

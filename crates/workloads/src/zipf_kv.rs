@@ -301,6 +301,11 @@ impl Workload for ZipfKv {
     }
 
     fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        // Its kept elements are listed by region; under strata by mapping the
+        // stream filter decides instead.
+        if sampler.by_mapping() {
+            return false;
+        }
         let kept_share = 1.0 / (sampler.keeps_one_in() as f64);
         if 2.0 * kept_share * self.nr_records as f64 > MAX_KEPT_RANKS as f64 {
             return false;

@@ -25,10 +25,12 @@ impl Machine {
             let mut vpn = start_vpn.max(v.vma.start_vpn);
             let stop = end.min(v.vma.end_vpn());
             while vpn < stop {
-                // A region a sampled run does not simulate holds no page: count its
-                // entries as walked (the real walk would visit them) without reading.
-                if !sampler.keeps_region(pid32, vpn >> (HUGE_PAGE_SHIFT - PAGE_SHIFT)) {
-                    let next = (huge_head(vpn) + SUBPAGES_PER_HUGE).min(stop);
+                // A unit (region or page) a sampled run does not simulate holds no
+                // page: count its entries as walked (the real walk would visit them)
+                // without reading.
+                let (kept, unit_end) = sampler.unit_at(pid32, &v.strata, vpn);
+                if !kept {
+                    let next = unit_end.min(stop);
                     walked += next - vpn;
                     vpn = next;
                     continue;

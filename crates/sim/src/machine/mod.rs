@@ -444,10 +444,12 @@ impl Machine {
             nr_pages: len >> PAGE_SHIFT,
             kind,
         };
+        let strata = self.sampler.strata_of(vma.start_vpn, vma.nr_pages);
         self.spaces[pid as usize]
-            .insert(vma)
+            .insert(vma, strata)
             .map_err(|why| SimError::BadMapping { pid, why })?;
-        if len < self.stratum_bytes() {
+        // Sampled by mapping, no mapping is kept or dropped whole.
+        if len < self.stratum_bytes() && !self.sampler.by_mapping() {
             self.coarse_mappings.0 += 1;
             self.coarse_mappings.1 += len;
         }

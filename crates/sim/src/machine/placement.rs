@@ -107,11 +107,22 @@ fn for_sampled_chunks(
     }
     let (start, end) = (v.vma.start_vpn, v.vma.end_vpn());
     let mut vpn = start;
+    // Consecutive kept units (pages sampled by mapping) make one range.
+    let mut run: Option<Vpn> = None;
     while vpn < end {
-        let next = (huge_head(vpn) + SUBPAGES_PER_HUGE).min(end);
-        if sampler.keeps_region(pid, vpn >> (HUGE_PAGE_SHIFT - PAGE_SHIFT)) {
-            f((vpn - start) as usize..(next - start) as usize);
+        let (kept, unit_end) = sampler.unit_at(pid, &v.strata, vpn);
+        let next = unit_end.min(end);
+        match (kept, run) {
+            (true, None) => run = Some(vpn),
+            (false, Some(from)) => {
+                f((from - start) as usize..(vpn - start) as usize);
+                run = None;
+            }
+            _ => {}
         }
         vpn = next;
+    }
+    if let Some(from) = run {
+        f((from - start) as usize..(end - start) as usize);
     }
 }

@@ -53,7 +53,7 @@
 
 use std::collections::VecDeque;
 
-use tierkit_core::{Op, RegionSampler, PAGE_SIZE};
+use tierkit_core::{Op, StreamSampler, PAGE_SIZE};
 
 use crate::common;
 use crate::BATCH_OPS;
@@ -175,8 +175,8 @@ impl TrialRecording {
 pub(crate) struct Queues {
     queues: Vec<VecDeque<Op>>,
     gap_ns: u32,
-    /// Only accesses to the regions of process 0 this sampler keeps are emitted.
-    keep: Option<RegionSampler>,
+    /// Only accesses of process 0 this sampler keeps are emitted.
+    keep: Option<StreamSampler>,
     /// Set when trials are replayed; records from the first trial mark on.
     recording: Option<TrialRecording>,
 }
@@ -219,6 +219,9 @@ impl Sink for Queues {
     }
 
     fn op(&mut self, thread: usize, op: Op) {
+        if let Some(sampler) = &mut self.keep {
+            sampler.observe(0, &op);
+        }
         self.push(thread, op);
     }
 
@@ -299,10 +302,10 @@ impl<P: Program> Runner<P> {
         }
     }
 
-    /// Emit only the accesses to the regions of process 0 that `sampler` keeps (a
-    /// workload's [`tierkit_core::Workload::restrict_to`]). Call before the first
-    /// [`Runner::fill`].
-    pub(crate) fn keep_only(&mut self, sampler: RegionSampler) {
+    /// Emit only the accesses of process 0 that `sampler` keeps (a workload's
+    /// [`tierkit_core::Workload::restrict_to`]), `sampler` knowing the workload's
+    /// mappings. Call before the first [`Runner::fill`].
+    pub(crate) fn keep_only(&mut self, sampler: StreamSampler) {
         self.queues.keep = Some(sampler);
     }
 

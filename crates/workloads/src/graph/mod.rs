@@ -638,7 +638,11 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
 
     /// Generate only the regions `sampler` keeps (one process: the run's process 0).
     pub(crate) fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
-        self.runner.keep_only(*sampler);
+        let mut kept = tierkit_core::StreamSampler::new(*sampler);
+        for m in &self.mappings {
+            kept.observe(0, &m.mmap_op());
+        }
+        self.runner.keep_only(kept);
         true
     }
 }
@@ -951,6 +955,9 @@ mod tests {
         let sampler = tierkit_core::RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 3);
         check_restricted(&|| pr(4, 1, 2), &sampler, 1e-12);
         check_restricted(&|| bfs(3, 2, 2), &sampler, 1e-12);
+        let by_mapping = sampler.with_strata(tierkit_core::SampleStrata::Mapping);
+        check_restricted(&|| pr(4, 1, 2), &by_mapping, 1e-12);
+        check_restricted(&|| bfs(3, 2, 2), &by_mapping, 1e-12);
         let mut w = pr(2, 1, 1);
         assert!(w.restrict_to(&sampler));
         assert_eq!(
