@@ -131,10 +131,16 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
         row(
             &mut t,
             "sample rate",
-            format!(
-                "{} of 2 MiB regions simulated; counts are for the full machine",
-                s.sample_rate
-            ),
+            match s.sample_strata.as_deref() {
+                Some(_) => format!(
+                    "{} of each mapping simulated (strata by mapping); counts are for the full machine",
+                    s.sample_rate
+                ),
+                None => format!(
+                    "{} of 2 MiB regions simulated; counts are for the full machine",
+                    s.sample_rate
+                ),
+            },
         );
     }
     if let Some(c) = &s.coarse_sampling {

@@ -439,3 +439,61 @@ set = ["workload.nr_accesses=20000000"]
     assert_eq!(checked, 6, "{csv}");
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Runs whose streams differ only in their sampling strata (`sim.sample_strata`) must
+/// not replay one recording: with recording on or off the results are the same, and
+/// the two strata give different runs.
+#[test]
+fn streams_sampled_by_address_and_by_mapping_are_recorded_apart() {
+    let base = scratch("strata");
+    std::fs::create_dir_all(&base).unwrap();
+    let cfg = base.join("strata.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+policies = ["first-touch"]
+ratios = ["1:4"]
+machines = ["cxl"]
+seed = 3
+set = ["machine.llc_size_mib=1", "sim.sample_rate=\"1/4\""]
+
+[[workloads]]
+name = "gups"
+set = ["workload.footprint_mib=36", "workload.nr_updates=400000"]
+
+[[workloads]]
+name = "gups"
+set = ["workload.footprint_mib=36", "workload.nr_updates=400000", "sim.sample_strata=\"mapping\""]
+"#,
+    )
+    .unwrap();
+    let recorded = base.join("recorded");
+    compare(&recorded, &cfg, "1");
+    let unrecorded = base.join("unrecorded");
+    let out = compare_command(&unrecorded, &cfg, "1")
+        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
+    assert_eq!(
+        csv,
+        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
+        "a recording was shared across strata"
+    );
+    let first_touch: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.contains(",first-touch,"))
+        .collect();
+    assert_eq!(first_touch.len(), 2, "{csv}");
+    assert!(
+        first_touch.iter().any(|l| l.contains("1/4 by mapping")),
+        "{csv}"
+    );
+    let seconds = |l: &str| l.split(',').nth(9).unwrap().to_string();
+    assert_ne!(seconds(first_touch[0]), seconds(first_touch[1]), "{csv}");
+}

@@ -469,6 +469,9 @@ impl Simulation {
             seed: self.labels.seed,
             policy_time_scale: self.sim.policy_time_scale,
             sample_rate: self.sim.sample_rate.to_string(),
+            sample_strata: (self.sim.sample_rate != crate::config::SampleRate::EXACT
+                && self.sim.sample_strata == tierkit_core::SampleStrata::Mapping)
+                .then(|| "mapping".to_string()),
             sim_seconds,
             accesses: c.accesses,
             throughput_accesses_per_s: if sim_seconds > 0.0 {

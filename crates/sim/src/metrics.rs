@@ -213,6 +213,10 @@ pub struct Summary {
     /// `sim.sample_rate` (`1` = exact, `1/64`...). Every count below is of the full
     /// machine: the sampled run's counts times `1 / sample_rate`.
     pub sample_rate: String,
+    /// `"mapping"` when a sampled run drew its strata by mapping (`sim.sample_strata`);
+    /// absent for address strata and exact runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_strata: Option<String>,
     /// Simulated runtime (the slowest thread's clock), seconds.
     pub sim_seconds: f64,
     /// Accesses issued.

@@ -702,6 +702,9 @@ fn strata_by_mapping_sample_a_small_hot_mapping_page_by_page() {
         "by mapping: accesses {m_acc:+.3}, time {m_time:+.3}"
     );
     assert_eq!(by_mapping.coarse_sampling, None);
+    assert_eq!(by_mapping.sample_strata.as_deref(), Some("mapping"));
+    assert_eq!(by_address.sample_strata, None);
+    assert!(by_address.coarse_sampling.is_some());
     // THP: the cold mapping's 32 aligned regions keep 2, as huge pages; the hot
     // mapping's 128 pages keep 8 base pages.
     let (_, used) = go("1/16", SampleStrata::Mapping, true);

@@ -555,8 +555,13 @@ pub fn execute_one(args: &CompareArgs, id: &str, dir: &Path) -> Result<PathBuf> 
 
 /// The key of the streams a run consumes: runs with equal keys replay one recording.
 fn stream_key(cfg: &RunConfig) -> String {
+    // The strata decide which accesses a sampled stream keeps.
+    let strata = match cfg.sim.sample_strata {
+        tierkit_core::SampleStrata::Address => "",
+        tierkit_core::SampleStrata::Mapping => "\nsample_strata=mapping",
+    };
     format!(
-        "{}\nseed={}\nsample_rate={}",
+        "{}\nseed={}\nsample_rate={}{strata}",
         toml::to_string(&cfg.workload).unwrap_or_default(),
         cfg.seed,
         cfg.sim.sample_rate
@@ -616,7 +621,10 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                 reference: x.reference,
                 seed: s.seed,
                 policy_time_scale: s.policy_time_scale,
-                sample_rate: s.sample_rate.clone(),
+                sample_rate: match &s.sample_strata {
+                    Some(strata) => format!("{} by {strata}", s.sample_rate),
+                    None => s.sample_rate.clone(),
+                },
                 sim_seconds: s.sim_seconds,
                 slowdown: ratio(s.sim_seconds, fast.map(|f| f.summary.sim_seconds)),
                 fast_access_ratio: s.fast_access_ratio,
