@@ -338,14 +338,8 @@ mod tests {
             ),
             ("multiclock", &["nr_scan_pages"]),
             ("nimble", &["nr_promote_pages", "nr_scan_pages"]),
-            (
-                "chrono",
-                &["dcsc_min_samples", "min_victim_mb", "rate_limit_mbps"],
-            ),
-            (
-                "chrono-semiauto",
-                &["dcsc_min_samples", "min_victim_mb", "rate_limit_mbps"],
-            ),
+            ("chrono", &["dcsc_min_samples", "rate_limit_mbps"]),
+            ("chrono-semiauto", &["dcsc_min_samples", "rate_limit_mbps"]),
             ("pet", &["mis_demotion_penalty_us"]),
             ("mglru-pd", &["promote_rate_limit_mbps"]),
             ("linux-tiering-mglru", &["promote_rate_limit_mbps"]),

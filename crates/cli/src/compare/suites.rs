@@ -94,7 +94,7 @@ name = "btree"
     },
     Suite {
         name: "chrono",
-        description: "Chrono (EuroSys'25): pmbench, the 50-process ladder, Graph500, YCSB at 25% fast on optane",
+        description: "Chrono (EuroSys'25): pmbench, the 50-process ladder, Graph500-like BFS (5 minutes of machine time, sampled), YCSB at 25% fast on optane",
         toml: r#"
 policies = ["chrono", "chrono-semiauto", "autonuma", "linux-tiering", "tpp", "autotiering", "multiclock", "memtis"]
 ratios = ["1:3"]
@@ -109,9 +109,13 @@ set = ["workload.footprint_mib=32768", "workload.nr_accesses=3700000000", "sim.s
 name = "pmbench-ladder"
 set = ["workload.scale=0.5"]
 
+# BFS at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB), 400 searches from
+# 16 computed sources (~5 minutes of machine time at all-fast speed; docs/workloads.md,
+# "Trials, computed and replayed"), sampled at 1/64 with strata by mapping (validated by
+# proxy, docs/sampling.md "Graph kernels").
 [[workloads]]
 name = "graph-bfs"
-set = ["workload.scale=0.5"]
+set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
 
 [[workloads]]
 name = "ycsb"
@@ -192,7 +196,7 @@ set = ["workload.scale=0.5"]
     },
     Suite {
         name: "multiclock",
-        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP kernels on optane, against static tiering, Nimble and AutoTiering",
+        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP BFS (5 minutes of machine time each, sampled), PageRank and CC (exact, short) on optane, against static tiering, Nimble and AutoTiering",
         toml: r#"
 policies = ["multiclock", "nimble", "first-touch", "autotiering", "autotiering-cpm"]
 ratios = ["1:3"]
@@ -219,9 +223,13 @@ set = ["workload.nr_records=33554432", "workload.nr_ops=930000000", "sim.sample_
 name = "ycsb"
 set = ["workload.nr_records=33554432", "workload.nr_ops=930000000", "sim.sample_rate=\"1/64\"", "workload.mix=\"f\""]
 
+# BFS at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB), 400 searches from
+# 16 computed sources (~5 minutes of machine time at all-fast speed; docs/workloads.md,
+# "Trials, computed and replayed"), sampled at 1/64 with strata by mapping (validated by
+# proxy, docs/sampling.md "Graph kernels").
 [[workloads]]
 name = "graph-bfs"
-set = ["workload.scale=0.5"]
+set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
 
 [[workloads]]
 name = "graph-pr"
@@ -234,7 +242,7 @@ set = ["workload.scale=0.5"]
     },
     Suite {
         name: "pet",
-        description: "PET (EuroSys'25): working set that fits, 1.5x oversubscribed mix, hot-set shift (60 s per position, 30 min of machine time, sampled), on optane",
+        description: "PET (EuroSys'25): working set that fits, 1.5x oversubscribed mix, hot-set shift (60 s per position, 30 min of machine time, sampled), BFS (5 minutes, sampled), on optane",
         toml: r#"
 policies = ["pet", "linux-tiering", "tpp", "autotiering", "damon-tiering", "memtis", "mglru-pd", "thermostat"]
 ratios = ["2:1", "1:2"]
@@ -255,9 +263,13 @@ name = "hot-shift"
 label = "hot-shift-60s"
 set = ["workload.footprint_mib=2048", "workload.nr_threads=4", "workload.gap_ns=4000", "workload.interval_accesses=15000000", "sim.sample_rate=\"1/8\""]
 
+# BFS at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB), 400 searches from
+# 16 computed sources (~5 minutes of machine time at all-fast speed; docs/workloads.md,
+# "Trials, computed and replayed"), sampled at 1/64 with strata by mapping (validated by
+# proxy, docs/sampling.md "Graph kernels").
 [[workloads]]
 name = "graph-bfs"
-set = ["workload.scale=0.5"]
+set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
 "#,
     },
 ];

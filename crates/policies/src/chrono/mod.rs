@@ -36,14 +36,15 @@ pub mod dcsc;
 pub mod demotion;
 
 impl ChronoConfig {
-    /// Sampled simulation: the promotion rate limit (MB/s), the minimum DCSC victim
-    /// sample (MB of memory) and the samples a DCSC round needs scale. The Ticking-scan
-    /// step (MB of virtual address space, which keeps its shape), every time constant,
-    /// CIT thresholds (per page), percentages of memory and the heat map's buckets do
-    /// not.
+    /// Sampled simulation: the promotion rate limit (MB/s) and the samples a DCSC
+    /// round needs scale. The Ticking-scan step (MB of virtual address space, which
+    /// keeps its shape), every time constant, CIT thresholds (per page), percentages of
+    /// memory and the heat map's buckets do not, and neither does the minimum DCSC
+    /// victim sample: its victims are drawn over virtual memory, which keeps its shape,
+    /// and only the draws that land on a simulated page become probes, 1/N of them, so
+    /// scaling it as well shrank the probes N² times (fixed 2026-11-26).
     pub fn scale_space(&mut self, s: SpaceScale) {
         self.rate_limit_mbps = s.amount(self.rate_limit_mbps);
-        self.min_victim_mb = s.amount(self.min_victim_mb);
         self.dcsc_min_samples = s.count(self.dcsc_min_samples);
     }
 }

@@ -753,6 +753,38 @@ fn huge_pages_are_promoted_as_units() {
     assert!(out.summary.fast_access_ratio > ft.summary.fast_access_ratio + 0.1);
 }
 
+/// DCSC's victims are drawn over virtual memory, which a sampled run keeps whole
+/// while simulating 1/N of its pages, so a run at 1/16 starts 1/16 of the exact run's
+/// probes (each standing for 16). When the minimum victim sample was scaled by the
+/// rate as well, the sampled run started 1/256 of them (about 6% of this bound), its
+/// heat maps never filled and DCSC never updated the threshold.
+#[test]
+fn sampled_dcsc_probes_one_page_in_n_as_the_full_machine_does() {
+    let machine = optane_1_3();
+    let w = || -> Box<dyn Workload> {
+        Box::new(Pmbench::new(
+            &PmbenchConfig {
+                footprint_mib: 256,
+                nr_accesses: 30_000_000,
+                ..PmbenchConfig::default()
+            },
+            1,
+        ))
+    };
+    let exact = crate::faithful::run_registered("chrono", &machine, 1, w());
+    let sampled = crate::faithful::run_registered("chrono", &machine, 16, w());
+    let (e, s) = (
+        stat(&exact, "dcsc_probes_started"),
+        stat(&sampled, "dcsc_probes_started"),
+    );
+    assert!(e > 10_000.0, "exact probes {e}");
+    let ratio = s * 16.0 / e;
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "sampled {s} x 16 against exact {e}"
+    );
+}
+
 // ----- Full scale (release build, minutes): `docs/policies/chrono.md` "Measured" ----
 // cargo test --release -p tierkit-policies full_scale -- --ignored --nocapture --test-threads 1
 
