@@ -496,4 +496,5 @@ set = ["workload.footprint_mib=36", "workload.nr_updates=400000", "sim.sample_st
     );
     let seconds = |l: &str| l.split(',').nth(9).unwrap().to_string();
     assert_ne!(seconds(first_touch[0]), seconds(first_touch[1]), "{csv}");
+    let _ = std::fs::remove_dir_all(&base);
 }

@@ -469,8 +469,10 @@ impl Simulation {
             seed: self.labels.seed,
             policy_time_scale: self.sim.policy_time_scale,
             sample_rate: self.sim.sample_rate.to_string(),
-            sample_strata: (self.sim.sample_rate != crate::config::SampleRate::EXACT
-                && self.sim.sample_strata == tierkit_core::SampleStrata::Mapping)
+            sample_strata: self
+                .machine
+                .sampler
+                .by_mapping()
                 .then(|| "mapping".to_string()),
             sim_seconds,
             accesses: c.accesses,

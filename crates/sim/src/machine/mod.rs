@@ -147,7 +147,7 @@ pub struct Machine {
     /// (`ResolvedTiers::hot_set_pages`, shrunk when sampled).
     hot_set_pages: u64,
     /// The regions a sampled run simulates; scans skip the others.
-    sampler: RegionSampler,
+    pub(crate) sampler: RegionSampler,
 }
 
 /// Settings the machine needs beyond tiers.
