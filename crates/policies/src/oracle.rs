@@ -58,13 +58,13 @@ pub struct OracleStaticConfig {}
 struct PageIds {
     /// Per process: (start vpn, pages, first id), sorted by start.
     ranges: Vec<Vec<(Vpn, u64, u32)>>,
-    /// id → (pid, vpn), one entry per mapping.
-    starts: Vec<(u32, Pid, Vpn, u64)>,
+    /// (first id, pid, start vpn, pages, kind), one entry per mapping.
+    starts: Vec<(u32, Pid, Vpn, u64, VmaKind)>,
     next: u32,
 }
 
 impl PageIds {
-    fn map(&mut self, pid: usize, start: Vpn, nr: u64) {
+    fn map(&mut self, pid: usize, start: Vpn, nr: u64, kind: VmaKind) {
         if self.ranges.len() <= pid {
             self.ranges.resize(pid + 1, Vec::new());
         }
@@ -72,7 +72,8 @@ impl PageIds {
         let at = r.partition_point(|&(s, _, _)| s < start);
         // A remapped range keeps its old ids where they overlap; new pages get new ids.
         r.insert(at, (start, nr, self.next));
-        self.starts.push((self.next, Pid(pid as u32), start, nr));
+        self.starts
+            .push((self.next, Pid(pid as u32), start, nr, kind));
         self.next = self
             .next
             .checked_add(nr as u32)
@@ -87,8 +88,8 @@ impl PageIds {
         (vpn < s + n).then(|| base + (vpn - s) as u32)
     }
 
-    /// The mapping `id` belongs to: `(first id, pid, start vpn, pages)`.
-    fn entry_of(&self, id: u32) -> Option<&(u32, Pid, Vpn, u64)> {
+    /// The mapping `id` belongs to: `(first id, pid, start vpn, pages, kind)`.
+    fn entry_of(&self, id: u32) -> Option<&(u32, Pid, Vpn, u64, VmaKind)> {
         // Entries are appended with increasing first ids.
         let i = self.starts.partition_point(|e| e.0 <= id).checked_sub(1)?;
         let e = &self.starts[i];
@@ -121,8 +122,8 @@ impl Future {
             buf.clear();
             workload.prologue(p, &mut buf);
             for op in &buf {
-                if let Op::Mmap { addr, len, .. } = *op {
-                    ids.map(p, addr >> PAGE_SHIFT, len >> PAGE_SHIFT);
+                if let Op::Mmap { addr, len, kind } = *op {
+                    ids.map(p, addr >> PAGE_SHIFT, len >> PAGE_SHIFT, kind);
                 }
             }
             for t in 0..proc.nr_threads as usize {
@@ -152,8 +153,9 @@ impl Future {
                             return Some(id);
                         }
                     }
-                    Op::Mmap { addr, len, .. } => {
-                        self.ids.map(process, addr >> PAGE_SHIFT, len >> PAGE_SHIFT)
+                    Op::Mmap { addr, len, kind } => {
+                        self.ids
+                            .map(process, addr >> PAGE_SHIFT, len >> PAGE_SHIFT, kind)
                     }
                     Op::Munmap { .. } => {}
                 }
@@ -181,7 +183,9 @@ impl Future {
 
 /// Pick the page units to hold in the fast tier: the hottest by `counts`, up to
 /// `budget_pages` base pages, huge pages counted as 512 with the sum of their subpages'
-/// counts. `touched` lists, in increasing order, every id whose count is not zero: only
+/// counts. A page not resident yet counts in the unit its first touch will get
+/// ([`Mechanisms::would_map_huge`]): with THP, a plan in base pages would pick hot
+/// subpages whose huge pages then fill the fast tier with their cold neighbours. `touched` lists, in increasing order, every id whose count is not zero: only
 /// those can make a unit, so the choice costs what the epoch touched, not what the
 /// workload maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Returns a
 /// per-id membership vector.
@@ -198,11 +202,15 @@ fn choose_fast_set(
     // one after another.
     let mut last_huge: Option<u32> = None;
     for &id in touched {
-        let Some(&(base, pid, start, nr)) = ids.entry_of(id) else {
+        let Some(&(base, pid, start, nr, kind)) = ids.entry_of(id) else {
             continue;
         };
         let vpn = start + (id - base) as u64;
-        if mech.page(pid, vpn).is_some_and(|p| p.huge) {
+        let huge = match mech.page(pid, vpn) {
+            Some(p) => p.huge,
+            None => mech.would_map_huge(kind, start, nr, vpn),
+        };
+        if huge {
             let head = huge_head(vpn);
             let end = (head + SUBPAGES_PER_HUGE).min(start + nr);
             let first = base + (head.max(start) - start) as u32;
@@ -243,7 +251,7 @@ fn choose_fast_set(
 fn rebalance(set: &[bool], counts: &[u32], ids: &PageIds, mech: &mut dyn Mechanisms) {
     let mut demote = Vec::new();
     let mut promote = Vec::new();
-    for &(base, pid, start, nr) in &ids.starts {
+    for &(base, pid, start, nr, _) in &ids.starts {
         mech.walk_pages(pid, start, nr, &mut |vpn, info| {
             let id = base + (vpn.max(start) - start) as u32;
             let want = set.get(id as usize).copied().unwrap_or(false);
@@ -477,7 +485,8 @@ impl Policy for OracleStatic {
         let touched: Vec<u32> = (0..counts.len() as u32)
             .filter(|&id| counts[id as usize] > 0)
             .collect();
-        // No page exists yet, so none is huge: with THP, count 2 MiB units instead.
+        // No page exists yet: with THP, the choice counts the 2 MiB units first touches
+        // will allocate (choose_fast_set).
         self.set = choose_fast_set(&counts, &touched, &fut.ids, mech, fast_budget(mech));
         self.ids = fut.ids;
     }
@@ -533,9 +542,9 @@ mod tests {
     #[test]
     fn page_ids_are_dense_and_follow_mappings() {
         let mut ids = PageIds::default();
-        ids.map(0, 100, 10);
-        ids.map(1, 100, 5);
-        ids.map(0, 50, 4);
+        ids.map(0, 100, 10, VmaKind::Anon);
+        ids.map(1, 100, 5, VmaKind::Anon);
+        ids.map(0, 50, 4, VmaKind::Anon);
         assert_eq!(ids.id(0, 100), Some(0));
         assert_eq!(ids.id(0, 109), Some(9));
         assert_eq!(ids.id(0, 110), None);

@@ -91,12 +91,31 @@ impl VmaState {
     /// it may be backed by a huge page (and, in a run sampled by mapping, inside the
     /// part of the mapping sampled by region).
     pub fn huge_eligible(&self, vpn: Vpn) -> bool {
-        let head = huge_head(vpn);
-        self.vma.kind == VmaKind::Anon
-            && head >= self.vma.start_vpn
-            && head + SUBPAGES_PER_HUGE <= self.vma.end_vpn()
-            && self.strata.huge_allowed(head)
+        huge_eligible(
+            self.vma.kind,
+            self.vma.start_vpn,
+            self.vma.end_vpn(),
+            &self.strata,
+            vpn,
+        )
     }
+}
+
+/// Whether the 2 MiB range holding `vpn` may be backed by a huge page in a mapping of
+/// `kind` over `[start_vpn, end_vpn)` sampled as `strata` says: anonymous, wholly
+/// inside, and (sampled by mapping) inside the part sampled by region.
+pub fn huge_eligible(
+    kind: VmaKind,
+    start_vpn: Vpn,
+    end_vpn: Vpn,
+    strata: &MappingStrata,
+    vpn: Vpn,
+) -> bool {
+    let head = huge_head(vpn);
+    kind == VmaKind::Anon
+        && head >= start_vpn
+        && head + SUBPAGES_PER_HUGE <= end_vpn
+        && strata.huge_allowed(head)
 }
 
 /// One process: its VMAs in address order.
