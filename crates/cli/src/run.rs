@@ -64,7 +64,7 @@ pub fn simulate_with(
     show_progress: bool,
     recording: Option<&Arc<Recording>>,
 ) -> Result<RunOutput> {
-    let fresh: Box<dyn Fn() -> Box<dyn Workload>> = match recording {
+    let stream: Box<dyn Fn() -> Box<dyn Workload>> = match recording {
         Some(rec) => {
             let rec = Arc::clone(rec);
             Box::new(move || Box::new(rec.replay()) as Box<dyn Workload>)
@@ -73,14 +73,21 @@ pub fn simulate_with(
             let wcfg = cfg.workload.clone();
             let seed = cfg.seed;
             let sim_cfg = cfg.sim.clone();
-            // A clairvoyant policy reads the future of the stream the machine will
-            // run: the sampled one when the run is sampled.
+            // The stream the machine will run: the sampled one when the run is sampled.
             Box::new(move || {
                 tierkit_sim::sampling::sampled_workload(wcfg.build(seed), &sim_cfg, seed)
             })
         }
     };
-    let workload = fresh();
+    let workload = stream();
+    // A clairvoyant policy reads the future of that stream as memory will see it.
+    let llc = tierkit_sim::engine::llc_geometry(&cfg.machine, &cfg.sim)?;
+    let fresh: Box<dyn Fn() -> Box<dyn Workload>> = match llc {
+        Some((size, ways)) => Box::new(move || {
+            Box::new(tierkit_sim::llc::MemoryStream::new(stream(), size, ways)) as Box<dyn Workload>
+        }),
+        None => stream,
+    };
     // Only a progress bar needs the length: for some workloads (a graph kernel's
     // replayed trials) the count is a whole pass of the program.
     let expected = if show_progress {

@@ -152,9 +152,10 @@ pub trait Mechanisms {
     fn pages_per_simulated_page(&self) -> u64 {
         1
     }
-    /// Accesses the workload has issued so far, where the backend can know it (the
-    /// simulator does; a live process does not). Only clairvoyant reference policies
-    /// (`oracle`) may use it.
+    /// Accesses of the workload that reached memory so far (missed the LLC), where
+    /// the backend can know it (the simulator does; a live process does not): the
+    /// position in the stream [`BuildContext::fresh_workload`](crate::BuildContext)
+    /// hands a clairvoyant reference. Only those policies (`oracle`) may use it.
     fn access_count(&self) -> Option<u64> {
         None
     }

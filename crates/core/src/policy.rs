@@ -152,8 +152,11 @@ pub struct BuildContext {
     /// policy's extensive parameters by it before building (`PolicyConfig::build`).
     /// Exact (1) unless the simulator samples; always exact live.
     pub space_scale: crate::scale::SpaceScale,
-    /// Builds a fresh copy of the run's workload (same config, same seed). Only
-    /// clairvoyant reference policies (`oracle`) use it, to read the future; `None`
-    /// where the workload cannot be replayed (a live process).
+    /// Builds a fresh copy of the run's workload (same config, same seed) as memory
+    /// will see it: sampled as the run is, and keeping only the accesses that miss
+    /// the run's LLC (the simulator's `llc::MemoryStream`), since placement changes
+    /// the cost of those alone. Only clairvoyant reference policies (`oracle`) use
+    /// it, to read the future; `None` where the workload cannot be replayed (a live
+    /// process).
     pub fresh_workload: Option<Box<dyn Fn() -> Box<dyn crate::workload::Workload>>>,
 }

@@ -61,6 +61,35 @@ pub struct Simulation {
     placement: Placement,
 }
 
+/// The LLC a run with `machine_cfg` and `sim` simulates, as (size in bytes, ways), or
+/// `None` when the LLC is off. A sampled machine's LLC holds the sampled share of
+/// lines; a rate that would leave it less than one set is refused.
+pub fn llc_geometry(
+    machine_cfg: &MachineConfig,
+    sim: &SimConfig,
+) -> Result<Option<(u64, u32)>, SimError> {
+    if machine_cfg.llc_enabled {
+        let size = machine_cfg.llc_size_mib * MIB;
+        let sets = size / CACHE_LINE / machine_cfg.llc_ways as u64;
+        if sets < sim.sample_rate.denominator as u64 {
+            return Err(SimError::Config {
+                what: format!("sim.sample_rate {}", sim.sample_rate),
+                why: format!(
+                    "shrinks the {} MiB, {}-way LLC below one set ({sets} sets); use a rate of at least 1/{sets} or a larger LLC",
+                    machine_cfg.llc_size_mib, machine_cfg.llc_ways
+                ),
+            });
+        }
+        // The sampled machine's LLC holds the sampled share of lines.
+        Ok(Some((
+            size / sim.sample_rate.denominator as u64,
+            machine_cfg.llc_ways,
+        )))
+    } else {
+        Ok(None)
+    }
+}
+
 impl Simulation {
     /// Build a simulation. Fails on an invalid machine or sim config.
     pub fn new(
@@ -81,26 +110,7 @@ impl Simulation {
         let req = policy.requirements();
         let tiers = machine_cfg.resolve(shape.footprint_bytes, req.unbounded_fast_tier)?;
         let scale = sim.sample_rate.scale();
-        let llc = if machine_cfg.llc_enabled {
-            let size = machine_cfg.llc_size_mib * MIB;
-            let sets = size / CACHE_LINE / machine_cfg.llc_ways as u64;
-            if sets < sim.sample_rate.denominator as u64 {
-                return Err(SimError::Config {
-                    what: format!("sim.sample_rate {}", sim.sample_rate),
-                    why: format!(
-                        "shrinks the {} MiB, {}-way LLC below one set ({sets} sets); use a rate of at least 1/{sets} or a larger LLC",
-                        machine_cfg.llc_size_mib, machine_cfg.llc_ways
-                    ),
-                });
-            }
-            // The sampled machine's LLC holds the sampled share of lines.
-            Some((
-                size / sim.sample_rate.denominator as u64,
-                machine_cfg.llc_ways,
-            ))
-        } else {
-            None
-        };
+        let llc = llc_geometry(machine_cfg, sim)?;
         let workload = crate::sampling::sampled_workload(workload, sim, labels.seed);
         let mut machine = Machine::new(MachineParams {
             tiers,

@@ -7,6 +7,8 @@
 //! write-back bandwidth to the right tier. Within a set the ways are kept in recency
 //! order, most recent first (true LRU).
 
+use tierkit_core::{Op, Workload, WorkloadShape};
+
 const EMPTY: u64 = u64::MAX;
 const META_BITS: u32 = 4;
 const DIRTY: u64 = 1 << 3;
@@ -133,6 +135,70 @@ fn move_to_front(set: &mut [u64], i: usize, t: u64) {
     set[0] = t;
 }
 
+/// A workload's stream as memory sees it: mappings pass whole, and of its accesses only
+/// those that miss an LLC like the machine's. The cache is indexed by process and
+/// address alone, never by where a page lives, so for one thread this is exactly the
+/// stream of accesses the machine will send to a tier; for several it is close (the
+/// reader interleaves threads by batch, the engine by time). A clairvoyant reference
+/// ranks pages by it: placement changes the cost of misses only.
+pub struct MemoryStream {
+    inner: Box<dyn Workload>,
+    llc: Llc,
+}
+
+impl MemoryStream {
+    /// `inner` filtered through a fresh LLC of `size_bytes` and `ways` (the machine's
+    /// geometry, [`crate::engine::llc_geometry`]).
+    pub fn new(inner: Box<dyn Workload>, size_bytes: u64, ways: u32) -> MemoryStream {
+        MemoryStream {
+            inner,
+            llc: Llc::new(size_bytes, ways),
+        }
+    }
+}
+
+impl Workload for MemoryStream {
+    fn shape(&self) -> WorkloadShape {
+        self.inner.shape()
+    }
+
+    fn prologue(&mut self, process: usize, out: &mut Vec<Op>) {
+        self.inner.prologue(process, out);
+    }
+
+    fn fill(&mut self, process: usize, thread: usize, out: &mut Vec<Op>) {
+        // An empty batch ends the thread, so refill until something missed or the
+        // inner stream ended.
+        loop {
+            let first = out.len();
+            self.inner.fill(process, thread, out);
+            if out.len() == first {
+                return;
+            }
+            let llc = &mut self.llc;
+            let mut keep = first;
+            for i in first..out.len() {
+                let op = out[i];
+                let pass = match op {
+                    Op::Access { addr, write, .. } => matches!(
+                        llc.access(process as u32, addr, write, 0),
+                        LlcResult::Miss { .. }
+                    ),
+                    Op::Mmap { .. } | Op::Munmap { .. } => true,
+                };
+                if pass {
+                    out[keep] = op;
+                    keep += 1;
+                }
+            }
+            out.truncate(keep);
+            if keep > first {
+                return;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +238,45 @@ mod tests {
             LlcResult::Miss { writeback: None }
         );
         assert_eq!(c.access(0, 4096, false, 0), LlcResult::Hit);
+    }
+
+    #[test]
+    fn a_memory_stream_keeps_mappings_and_the_accesses_that_miss() {
+        use tierkit_core::{ProcessShape, VmaKind};
+        struct Fixed(Vec<Op>);
+        impl Workload for Fixed {
+            fn shape(&self) -> WorkloadShape {
+                WorkloadShape {
+                    processes: vec![ProcessShape {
+                        name: "p".into(),
+                        nr_threads: 1,
+                        mlp: 1.0,
+                    }],
+                    footprint_bytes: 1 << 20,
+                }
+            }
+            fn fill(&mut self, _: usize, _: usize, out: &mut Vec<Op>) {
+                out.append(&mut self.0);
+            }
+        }
+        let read = |addr| Op::Access {
+            addr,
+            write: false,
+            gap_ns: 1,
+        };
+        let map = Op::Mmap {
+            addr: 0,
+            len: 1 << 20,
+            kind: VmaKind::Anon,
+        };
+        // 2 lines of cache: the repeat of line 0 hits, line 0 after two others misses.
+        let ops = vec![map, read(0), read(8), read(64), read(128), read(0)];
+        let mut s = MemoryStream::new(Box::new(Fixed(ops)), 128, 2);
+        let mut out = Vec::new();
+        s.fill(0, 0, &mut out);
+        assert_eq!(out, vec![map, read(0), read(64), read(128), read(0)]);
+        out.clear();
+        s.fill(0, 0, &mut out);
+        assert!(out.is_empty(), "the stream ends when the inner one does");
     }
 }

@@ -92,7 +92,9 @@ impl Mechanisms for Machine {
     }
 
     fn access_count(&self) -> Option<u64> {
-        Some(self.counters.accesses)
+        // Those that reached memory: a clairvoyant reference reads the future as
+        // memory sees it (llc::MemoryStream).
+        Some(self.counters.mem_accesses_by_tier.iter().sum())
     }
 
     fn would_map_huge(&self, kind: VmaKind, start_vpn: Vpn, nr_pages: u64, vpn: Vpn) -> bool {
