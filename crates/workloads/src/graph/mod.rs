@@ -521,7 +521,10 @@ fn shared_kronecker(graph_scale: u32, edge_factor: u32, seed: u64) -> Arc<Csr> {
 
 /// The last graph built, by its (scale, edge factor, seed). Builds are serialised,
 /// which also bounds the host's peak memory to one build at a time.
-struct LastGraph(std::sync::Mutex<Option<((u32, u32, u64), Arc<Csr>)>>);
+struct LastGraph(std::sync::Mutex<Option<(GraphKey, Arc<Csr>)>>);
+
+/// A Kronecker graph's (scale, edge factor, seed).
+type GraphKey = (u32, u32, u64);
 
 impl LastGraph {
     const fn new() -> LastGraph {
