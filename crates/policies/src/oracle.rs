@@ -21,7 +21,8 @@ use tierkit_core::*;
 pub struct OracleConfig {
     /// Length of an epoch, ms of simulated time (issue #3: 1 s).
     pub epoch_ms: u64,
-    /// Accesses assumed for the first epoch, before a rate has been measured.
+    /// Memory accesses (LLC misses) assumed for the first epoch, before a rate has been
+    /// measured.
     pub first_epoch_accesses: u64,
 }
 
@@ -185,10 +186,11 @@ impl Future {
 /// `budget_pages` base pages, huge pages counted as 512 with the sum of their subpages'
 /// counts. A page not resident yet counts in the unit its first touch will get
 /// ([`Mechanisms::would_map_huge`]): with THP, a plan in base pages would pick hot
-/// subpages whose huge pages then fill the fast tier with their cold neighbours. `touched` lists, in increasing order, every id whose count is not zero: only
-/// those can make a unit, so the choice costs what the epoch touched, not what the
-/// workload maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Returns a
-/// per-id membership vector.
+/// subpages whose huge pages then fill the fast tier with their cold neighbours.
+/// `touched` lists, in increasing order, every id whose count is not zero: only those
+/// can make a unit, so the choice costs what the epoch touched, not what the workload
+/// maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Returns a per-id
+/// membership vector.
 fn choose_fast_set(
     counts: &[u32],
     touched: &[u32],
