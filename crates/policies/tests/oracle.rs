@@ -129,6 +129,27 @@ fn clairvoyant_policies_refuse_to_build_without_a_workload() {
     }
 }
 
+/// Fast-access ratio of the default `policy` running `workload()` on `machine`, a
+/// clairvoyant one reading its future from `future()`.
+fn fast_access_ratio(
+    policy: &str,
+    machine: &MachineConfig,
+    sim: &SimConfig,
+    future: impl Fn() -> Box<dyn tierkit_core::Workload> + 'static,
+    workload: impl Fn() -> Box<dyn tierkit_core::Workload>,
+) -> f64 {
+    let ctx = BuildContext {
+        fresh_workload: Some(Box::new(future)),
+        ..Default::default()
+    };
+    let p = PolicyConfig::default_for(policy)
+        .unwrap()
+        .try_build(&ctx)
+        .unwrap();
+    let (out, _) = tierkit_sim::testing::run(machine, sim, p, workload());
+    out.summary.fast_access_ratio
+}
+
 /// With THP a clairvoyant placement must plan in the 2 MiB units first touches will
 /// allocate. Planned in base pages, `oracle-static` (and `oracle`'s first epoch, before
 /// any page exists) picked hot subpages, and their huge pages then filled the fast tier
@@ -166,18 +187,8 @@ fn clairvoyant_placements_plan_in_huge_pages_under_thp() {
         thp: tierkit_sim::config::ThpMode::Always,
         ..small_machine(11, 64)
     };
-    let ratio = |name: &str| {
-        let ctx = BuildContext {
-            fresh_workload: Some(Box::new(script)),
-            ..Default::default()
-        };
-        let p = PolicyConfig::default_for(name)
-            .unwrap()
-            .try_build(&ctx)
-            .unwrap();
-        let (out, _) = tierkit_sim::testing::run(&machine, &SimConfig::default(), p, script());
-        out.summary.fast_access_ratio
-    };
+    let ratio =
+        |name: &str| fast_access_ratio(name, &machine, &SimConfig::default(), script, script);
     // 4 096 of the 4 512 accesses go to the dense huge pages.
     for name in ["oracle-static", "oracle"] {
         let r = ratio(name);
@@ -224,21 +235,11 @@ fn clairvoyant_placements_rank_pages_by_accesses_that_reach_memory() {
     let (size, ways) = tierkit_sim::engine::llc_geometry(&machine, &sim)
         .unwrap()
         .unwrap();
-    let ratio = |name: &str| {
-        let ctx = BuildContext {
-            fresh_workload: Some(Box::new(move || {
-                Box::new(tierkit_sim::llc::MemoryStream::new(script(), size, ways))
-                    as Box<dyn tierkit_core::Workload>
-            })),
-            ..Default::default()
-        };
-        let p = PolicyConfig::default_for(name)
-            .unwrap()
-            .try_build(&ctx)
-            .unwrap();
-        let (out, _) = tierkit_sim::testing::run(&machine, &sim, p, script());
-        out.summary.fast_access_ratio
+    let memory_stream = move || {
+        Box::new(tierkit_sim::llc::MemoryStream::new(script(), size, ways))
+            as Box<dyn tierkit_core::Workload>
     };
+    let ratio = |name: &str| fast_access_ratio(name, &machine, &sim, memory_stream, script);
     // 15 360 of the 15 616 memory accesses go to the 768 streamed pages, about a third
     // of which fit in the fast tier.
     for name in ["oracle-static", "oracle"] {

@@ -98,9 +98,12 @@ impl Mechanisms for Machine {
     }
 
     fn would_map_huge(&self, kind: VmaKind, start_vpn: Vpn, nr_pages: u64, vpn: Vpn) -> bool {
-        // The strata a mapping gets depend only on its range (Machine::mmap).
-        let strata = self.sampler.strata_of(start_vpn, nr_pages);
-        self.thp && crate::space::huge_eligible(kind, start_vpn, start_vpn + nr_pages, &strata, vpn)
+        // The strata a mapping gets depend only on its range (Machine::mmap); without
+        // THP there is nothing to derive.
+        self.thp && {
+            let strata = self.sampler.strata_of(start_vpn, nr_pages);
+            crate::space::huge_eligible(kind, start_vpn, start_vpn + nr_pages, &strata, vpn)
+        }
     }
 
     fn page(&self, pid: Pid, vpn: Vpn) -> Option<PageInfo> {
