@@ -233,6 +233,17 @@ pub trait Mechanisms {
     /// must take their randomness from here, never from the environment.
     fn random(&mut self) -> u64;
 
+    /// A page of `[start_vpn, start_vpn + nr_pages)` (`nr_pages > 0`) drawn at random
+    /// for a policy that checks one random page of a range (PET's sample page per
+    /// block): uniform over the range on a full machine. A sampled machine simulates
+    /// one page in N and draws among those, moving a uniform draw to the simulated page
+    /// that stands for it in its stratum (`RegionSampler::representative`), so that
+    /// the draw finds a page as often as the full machine's would, where a uniform
+    /// draw would find one N times less often. Cost: none beyond the policy's own.
+    fn random_page(&mut self, _pid: Pid, start_vpn: Vpn, nr_pages: u64) -> Vpn {
+        start_vpn + self.random() % nr_pages.max(1)
+    }
+
     // ----- actions (the mover) -------------------------------------------------------
 
     /// Move the page (huge page as a whole) to `to`. Fails rather than overfill: a

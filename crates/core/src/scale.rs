@@ -248,6 +248,52 @@ impl RegionSampler {
         (idx & self.mask == chosen, vpn + 1)
     }
 
+    /// The simulated page that stands for page `vpn` of a mapping with strata `m` in
+    /// process `pid`: the page at the same offset in the kept unit of `vpn`'s stratum
+    /// (the kept 2 MiB region of its block of N regions, or the kept page of its group
+    /// of N pages where the mapping is sampled page by page); `vpn` itself when it is
+    /// kept or nothing is sampled away. A draw of a uniformly random page of a range,
+    /// moved to its representative, lands on a simulated page as often as the full
+    /// machine's draw lands on a page at all, and on each stratum as often as the full
+    /// draw does: what a mechanism that checks one random page of a range needs
+    /// (`Mechanisms::random_page`). The page may lie past the mapping's end (a partial
+    /// last group) or outside the caller's range; the caller checks.
+    pub fn representative(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> Vpn {
+        const REGION_PAGES_SHIFT: u32 = crate::HUGE_PAGE_SHIFT - crate::PAGE_SHIFT;
+        let in_region = vpn & (SUBPAGES_PER_HUGE - 1);
+        if self.keeps_all() {
+            return vpn;
+        }
+        if m.by_address {
+            let region = vpn >> REGION_PAGES_SHIFT;
+            let block = region & !self.mask;
+            let p = pid.wrapping_add(self.pid_offset) as u64;
+            let chosen = mix64(self.salt ^ block ^ (p << 48)) & self.mask;
+            return ((block | chosen) << REGION_PAGES_SHIFT) | in_region;
+        }
+        let p = pid.wrapping_add(self.pid_offset) as u64;
+        let owner = mix64(self.salt ^ m.start_vpn ^ (p << 48));
+        if vpn >= m.body_start && vpn < m.body_end {
+            let j = (vpn - m.body_start) >> REGION_PAGES_SHIFT;
+            let block = j & !self.mask;
+            let chosen = mix64(owner ^ 0x5245_4749_4f4e ^ block) & self.mask;
+            return m.body_start + ((block | chosen) << REGION_PAGES_SHIFT) + in_region;
+        }
+        let head = m.body_start - m.start_vpn;
+        let idx = if vpn < m.body_start {
+            vpn.saturating_sub(m.start_vpn)
+        } else {
+            head + (vpn - m.body_end)
+        };
+        let group = idx & !self.mask;
+        let kept = group | (mix64(owner ^ 0x5041_4745 ^ group) & self.mask);
+        if kept < head {
+            m.start_vpn + kept
+        } else {
+            m.body_end + (kept - head)
+        }
+    }
+
     /// True if page `vpn` of a mapping with strata `m` in process `pid` is simulated.
     #[inline]
     pub fn keeps_page(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> bool {
@@ -487,6 +533,43 @@ mod tests {
             assert!(end > v);
             assert!((v..end.min(512 * 2073)).all(|u| r.keeps_page(3, &m, u) == k));
         }
+    }
+
+    #[test]
+    fn every_page_stands_for_a_kept_page_of_its_stratum() {
+        let by_mapping =
+            RegionSampler::new(SpaceScale::new(1.0 / 16.0), 7).with_strata(SampleStrata::Mapping);
+        let by_address = RegionSampler::new(SpaceScale::new(1.0 / 16.0), 7);
+        // A mapping with a page-sampled head, a region-sampled body and a tail.
+        let (start, nr) = (512 * 2048 + 300, 512 * 40 + 5);
+        for r in [by_mapping, by_address] {
+            let m = r.strata_of(start, nr);
+            let mut hits = std::collections::BTreeMap::new();
+            for v in start..start + nr {
+                let rep = r.representative(3, &m, v);
+                // Kept (unless a partial last group's kept page lies past the end),
+                // and a kept page stands for itself.
+                assert!(
+                    rep >= start + nr || r.keeps_page(3, &m, rep),
+                    "{v} -> {rep}"
+                );
+                assert_eq!(r.representative(3, &m, rep), rep);
+                if r.keeps_page(3, &m, v) {
+                    assert_eq!(rep, v);
+                }
+                *hits.entry(rep).or_insert(0u64) += 1;
+            }
+            // Every kept page stands for about N pages of the range, not a few for all.
+            let kept: Vec<Vpn> = (start..start + nr)
+                .filter(|&v| r.keeps_page(3, &m, v))
+                .collect();
+            assert!(kept.iter().all(|v| (1..=32).contains(&hits[v])), "{hits:?}");
+            let inside: u64 = kept.iter().map(|v| hits[v]).sum();
+            assert!(inside as f64 > 0.9 * nr as f64, "{inside} of {nr}");
+        }
+        let exact = RegionSampler::new(SpaceScale::EXACT, 7);
+        let m = exact.strata_of(start, nr);
+        assert!((start..start + nr).all(|v| exact.representative(3, &m, v) == v));
     }
 
     #[test]

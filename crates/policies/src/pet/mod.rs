@@ -706,9 +706,13 @@ fn sample_unit(mech: &mut dyn Mechanisms, pid: Pid, u: &mut Unit) {
 }
 
 /// A random resident page of `span`: a random offset, then the first resident page
-/// among the next [`SAMPLE_PROBES`] (wrapping); `None` if there is none there.
+/// among the next [`SAMPLE_PROBES`] (wrapping); `None` if there is none there. The
+/// offset comes from [`Mechanisms::random_page`], so that a sampled machine, which
+/// simulates one page in N, draws among its simulated pages: a uniform offset would
+/// find none there N times as often as on the full machine, and PET would take a hot
+/// block for a cold one.
 fn pick_resident(mech: &mut dyn Mechanisms, pid: Pid, span: Span) -> Option<Vpn> {
-    let off = mech.random() % span.nr_pages;
+    let off = mech.random_page(pid, span.start, span.nr_pages) - span.start;
     let probes = SAMPLE_PROBES.min(span.nr_pages);
     for i in 0..probes {
         let vpn = span.start + (off + i) % span.nr_pages;

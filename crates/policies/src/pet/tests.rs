@@ -335,6 +335,35 @@ fn oracle_06_a_block_seen_in_any_tick_of_the_window_stays_normal_an_unseen_one_g
 }
 
 #[test]
+fn a_sampled_machine_sees_a_hot_block_as_hot() {
+    // One 256 MiB block, written, then read at random throughout: PET must keep it
+    // NORMAL at every scan, sampled or not. A sampled machine simulates one page in
+    // 64; PET's sample page was a uniform offset then 64 probes, which found a
+    // simulated page in under 2% of the ticks at 1/64, so the hot block looked idle
+    // and went PHASE1 (the faithful BFS cell's 117 PHASE1 entries in 64 scans).
+    let strata = [
+        ("1", tierkit_core::SampleStrata::Address),
+        ("1/64", tierkit_core::SampleStrata::Address),
+        ("1/64", tierkit_core::SampleStrata::Mapping),
+    ];
+    for (rate, strata) in strata {
+        let sim = SimConfig {
+            sample_rate: tierkit_sim::SampleRate::parse(rate).unwrap(),
+            sample_strata: strata,
+            ..sim()
+        };
+        let w = Phases::new(256, 1, 100, vec![vec![step(&[0], &[0], 40.0)]]);
+        let (out, _) = run(&small_machine(512, 512), &sim, pet(), Box::new(w));
+        assert!(stat(&out, "scans") >= 3.0, "{rate} {strata:?}");
+        assert_eq!(
+            stat(&out, "to_phase1"),
+            0.0,
+            "{rate} by {strata:?}: the hot block was taken for idle"
+        );
+    }
+}
+
+#[test]
 fn oracle_21_a_shorter_scan_interval_saves_more() {
     // Oracle 21 (§5.3), its saving half: six 4 MiB blocks, written at the start;
     // block 0 hot for 40 s, then blocks 1 and 2 for 40 s (coming back from wherever

@@ -223,6 +223,28 @@ impl Mechanisms for Machine {
         self.rng.next_u64()
     }
 
+    fn random_page(&mut self, pid: Pid, start_vpn: Vpn, nr_pages: u64) -> Vpn {
+        let vpn = start_vpn + self.rng.next_u64() % nr_pages.max(1);
+        if self.sampler.keeps_all() {
+            return vpn;
+        }
+        let Some(space) = self.spaces.get(pid.index()) else {
+            return vpn;
+        };
+        let Some(vi) = space.find_const(vpn) else {
+            return vpn;
+        };
+        let v = &space.vmas[vi];
+        let rep = self.sampler.representative(pid.0, &v.strata, vpn);
+        // The stratum may reach past the range or the VMA (a partial munmap keeps the
+        // mapping's strata); the draw then stays where it fell, on a page not simulated.
+        if rep >= start_vpn && rep < start_vpn + nr_pages && v.vma.contains(rep) {
+            rep
+        } else {
+            vpn
+        }
+    }
+
     fn migrate(
         &mut self,
         pid: Pid,
