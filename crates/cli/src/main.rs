@@ -29,7 +29,7 @@ enum Command {
         /// Machine preset: cxl, cxl-lowbw, optane. Default: cxl.
         #[arg(long)]
         machine: Option<String>,
-        /// Fast-tier size: FAST:SLOW ratio of the footprint (1:8) or a size (512MiB).
+        /// Fast-tier size: FAST:SLOW ratio of the footprint (1:8), a multiple of it (1.42x) or a size (512MiB).
         #[arg(long, allow_hyphen_values = true)]
         ratio: Option<String>,
         /// TOML run configuration; flags and --set override it.
@@ -62,7 +62,7 @@ enum Command {
         /// Workloads, comma separated.
         #[arg(long, value_delimiter = ',')]
         workloads: Option<Vec<String>>,
-        /// Fast:slow ratios (or sizes), comma separated.
+        /// Fast:slow ratios (or multiples of the footprint like 1.42x, or sizes), comma separated.
         #[arg(long, value_delimiter = ',')]
         ratios: Option<Vec<String>>,
         /// Machine presets, comma separated.

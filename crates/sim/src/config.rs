@@ -93,7 +93,8 @@ pub struct MachineConfig {
     /// `tiers` is given.
     pub preset: String,
     /// Fast-tier size: a `fast:slow` ratio of the workload footprint (`1:8` → fast is
-    /// 1/9 of the footprint, as MEMTIS states it) or a size (`512MiB`, `2GiB`).
+    /// 1/9 of the footprint, as MEMTIS states it), a multiple of the footprint
+    /// (`1.42x`: everything fits) or a size (`512MiB`, `2GiB`).
     pub fast: String,
     /// Explicit tiers, fastest first (at least 2). Empty: use the preset.
     pub tiers: Vec<TierSpec>,
@@ -187,18 +188,35 @@ pub enum FastSize {
         /// Slow parts.
         slow: f64,
     },
+    /// A multiple of the footprint (`1.42x`): a fast tier the whole footprint fits in
+    /// when over 1, as in PET's "working set fits" runs (45 GB in 64 GB of DRAM).
+    Multiple(f64),
     /// An absolute size.
     Bytes(u64),
 }
 
 impl FastSize {
-    /// Parse `1:8`, `1:2.5`, `512MiB`, `2GiB`, `4096KiB` or plain bytes.
+    /// Parse `1:8`, `1:2.5`, `1.42x`, `512MiB`, `2GiB`, `4096KiB` or plain bytes.
     pub fn parse(s: &str) -> Result<FastSize, SimError> {
         let s = s.trim();
-        let bad = |why: &str| SimError::Config {
+        let bad = |why: &str| {
+            SimError::Config {
             what: format!("fast-tier size `{s}`"),
-            why: format!("{why}; expected a ratio like `1:8` or a size like `512MiB`"),
+            why: format!(
+                "{why}; expected a ratio like `1:8`, a multiple of the footprint like `1.42x` or a size like `512MiB`"
+            ),
+        }
         };
+        if let Some(m) = s.strip_suffix('x') {
+            let m: f64 = m
+                .trim()
+                .parse()
+                .map_err(|_| bad("the multiple is not a number"))?;
+            if !(m.is_finite() && m > 0.0) {
+                return Err(bad("the multiple must be > 0"));
+            }
+            return Ok(FastSize::Multiple(m));
+        }
         if let Some((a, b)) = s.split_once(':') {
             let fast: f64 = a
                 .trim()
@@ -224,6 +242,7 @@ impl FastSize {
             FastSize::Ratio { fast, slow } => {
                 (footprint_bytes as f64 * fast / (fast + slow)).round() as u64
             }
+            FastSize::Multiple(m) => (footprint_bytes as f64 * m).round() as u64,
             FastSize::Bytes(b) => b,
         }
     }
@@ -715,12 +734,15 @@ mod tests {
         assert_eq!(f.bytes_for(9 * 1024), 1024);
         let f = FastSize::parse("512MiB").unwrap();
         assert_eq!(f.bytes_for(1), 512 * MIB);
+        let f = FastSize::parse("1.5x").unwrap();
+        assert_eq!(f.bytes_for(2048), 3072);
     }
 
     #[test]
     fn malformed_sizes_are_rejected() {
         for s in [
-            "1:", ":8", "0:8", "-1:8", "abc", "1:x", "12XB", "0", "-5MiB", "",
+            "1:", ":8", "0:8", "-1:8", "abc", "1:x", "12XB", "0", "-5MiB", "", "x", "0x", "-1x",
+            "infx", "ax",
         ] {
             assert!(FastSize::parse(s).is_err(), "{s} should be rejected");
         }
