@@ -219,33 +219,14 @@ impl RegionSampler {
     /// unit is kept or dropped together.
     #[inline]
     pub fn unit_at(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> (bool, Vpn) {
-        const REGION_PAGES_SHIFT: u32 = crate::HUGE_PAGE_SHIFT - crate::PAGE_SHIFT;
         let next_region = (vpn | (SUBPAGES_PER_HUGE - 1)) + 1;
         if self.keeps_all() {
             return (true, next_region);
         }
-        if m.by_address {
-            return (
-                self.keeps_region(pid, vpn >> REGION_PAGES_SHIFT),
-                next_region,
-            );
-        }
-        let pid = pid.wrapping_add(self.pid_offset) as u64;
-        let owner = mix64(self.salt ^ m.start_vpn ^ (pid << 48));
-        if vpn >= m.body_start && vpn < m.body_end {
-            let j = (vpn - m.body_start) >> REGION_PAGES_SHIFT;
-            let chosen = mix64(owner ^ 0x5245_4749_4f4e ^ (j & !self.mask)) & self.mask;
-            return (j & self.mask == chosen, next_region);
-        }
-        // The page-sampled part: the head before the body, then the pages after it,
-        // numbered as one run.
-        let idx = if vpn < m.body_start {
-            vpn.saturating_sub(m.start_vpn)
-        } else {
-            (m.body_start - m.start_vpn) + (vpn - m.body_end)
-        };
-        let chosen = mix64(owner ^ 0x5041_4745 ^ (idx & !self.mask)) & self.mask;
-        (idx & self.mask == chosen, vpn + 1)
+        // A unit is kept when it stands for itself in its stratum.
+        let kept = self.representative(pid, m, vpn) == vpn;
+        let by_region = m.by_address || (vpn >= m.body_start && vpn < m.body_end);
+        (kept, if by_region { next_region } else { vpn + 1 })
     }
 
     /// The simulated page that stands for page `vpn` of a mapping with strata `m` in
@@ -258,6 +239,7 @@ impl RegionSampler {
     /// draw does: what a mechanism that checks one random page of a range needs
     /// (`Mechanisms::random_page`). The page may lie past the mapping's end (a partial
     /// last group) or outside the caller's range; the caller checks.
+    #[inline]
     pub fn representative(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> Vpn {
         const REGION_PAGES_SHIFT: u32 = crate::HUGE_PAGE_SHIFT - crate::PAGE_SHIFT;
         let in_region = vpn & (SUBPAGES_PER_HUGE - 1);
