@@ -247,11 +247,9 @@ impl RegionSampler {
             return vpn;
         }
         if m.by_address {
-            let region = vpn >> REGION_PAGES_SHIFT;
-            let block = region & !self.mask;
-            let p = pid.wrapping_add(self.pid_offset) as u64;
-            let chosen = mix64(self.salt ^ block ^ (p << 48)) & self.mask;
-            return ((block | chosen) << REGION_PAGES_SHIFT) | in_region;
+            let block = (vpn >> REGION_PAGES_SHIFT) & !self.mask;
+            return ((block | self.kept_slot_of_block(pid, block)) << REGION_PAGES_SHIFT)
+                | in_region;
         }
         let p = pid.wrapping_add(self.pid_offset) as u64;
         let owner = mix64(self.salt ^ m.start_vpn ^ (p << 48));
@@ -261,6 +259,8 @@ impl RegionSampler {
             let chosen = mix64(owner ^ 0x5245_4749_4f4e ^ block) & self.mask;
             return m.body_start + ((block | chosen) << REGION_PAGES_SHIFT) + in_region;
         }
+        // The page-sampled part: the head before the body, then the pages after it,
+        // numbered as one run.
         let head = m.body_start - m.start_vpn;
         let idx = if vpn < m.body_start {
             vpn.saturating_sub(m.start_vpn)
@@ -316,10 +316,15 @@ impl RegionSampler {
     /// simulated.
     #[inline]
     pub fn keeps_region(&self, pid: u32, region: u64) -> bool {
-        let block = region & !self.mask;
+        region & self.mask == self.kept_slot_of_block(pid, region & !self.mask)
+    }
+
+    /// Which region of the address-strata block starting at region `block` (a multiple
+    /// of N) process `pid` keeps, as an offset in the block.
+    #[inline]
+    fn kept_slot_of_block(&self, pid: u32, block: u64) -> u64 {
         let pid = pid.wrapping_add(self.pid_offset);
-        let chosen = mix64(self.salt ^ block ^ ((pid as u64) << 48)) & self.mask;
-        region & self.mask == chosen
+        mix64(self.salt ^ block ^ ((pid as u64) << 48)) & self.mask
     }
 }
 

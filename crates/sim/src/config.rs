@@ -199,13 +199,11 @@ impl FastSize {
     /// Parse `1:8`, `1:2.5`, `1.42x`, `512MiB`, `2GiB`, `4096KiB` or plain bytes.
     pub fn parse(s: &str) -> Result<FastSize, SimError> {
         let s = s.trim();
-        let bad = |why: &str| {
-            SimError::Config {
+        const EXPECTED: &str =
+            "expected a ratio like `1:8`, a multiple of the footprint like `1.42x` or a size like `512MiB`";
+        let bad = |why: &str| SimError::Config {
             what: format!("fast-tier size `{s}`"),
-            why: format!(
-                "{why}; expected a ratio like `1:8`, a multiple of the footprint like `1.42x` or a size like `512MiB`"
-            ),
-        }
+            why: format!("{why}; {EXPECTED}"),
         };
         if let Some(m) = s.strip_suffix('x') {
             let m: f64 = m
