@@ -14,6 +14,7 @@
 
 pub mod ray;
 pub mod report;
+mod schedule;
 pub mod suites;
 pub mod validate;
 
@@ -21,7 +22,6 @@ use crate::run::{record_workload, simulate_with};
 use crate::run_config::{self, RunArgs, RunConfig};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -930,14 +930,10 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         let d = done.load(Ordering::SeqCst);
         bar.set_message(format!("{r} running, {} left", total - d - r));
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.max(1))
-        .build()
-        .context("cannot start worker threads")?;
     // Finished runs are reused; the rest are grouped by the streams they consume, and
     // each group's workload is generated once and replayed by all its runs (a stream
-    // does not depend on placement). Groups run one after another so that only one
-    // recording is held at a time; a group's runs run in parallel.
+    // does not depend on placement), recorded one group ahead of the workers
+    // (`schedule`).
     let mut slots: Vec<Option<RunRecord>> = runs.iter().map(|r| finished(r, &args.out)).collect();
     let reused = slots.iter().filter(|s| s.is_some()).count();
     done.store(reused, Ordering::SeqCst);
@@ -964,65 +960,92 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
             }
         }
     }
-    for members in groups.values() {
-        // One run needs no recording; more share one. Runs capped by
-        // `sim.max_accesses` read only the start of the stream, so recording all of
-        // it would cost more than generating that start again for each.
-        let capped = runs[members[0]].config.sim.max_accesses != 0;
-        let recording = if members.len() > 1 && !capped {
-            bar.set_message(format!("generating {}", runs[members[0]].workload));
-            let rec = record_workload(&runs[members[0]].config, budget);
-            if rec.is_none() {
-                bar.suspend(|| {
-                    eprintln!(
-                        "note: {}'s streams would take more than {} MiB to record \
-                         (TIERKIT_RECORDING_BUDGET_MIB); its {} runs generate it each",
-                        runs[members[0]].workload,
-                        budget >> 20,
-                        members.len()
-                    )
-                });
+    let groups: Vec<schedule::Group> = groups
+        .into_values()
+        .map(|members| {
+            // One run needs no recording; more share one. Runs capped by
+            // `sim.max_accesses` read only the start of the stream, so recording all
+            // of it would cost more than generating that start again for each.
+            let capped = runs[members[0]].config.sim.max_accesses != 0;
+            schedule::Group {
+                record: members.len() > 1 && !capped,
+                runs: members,
             }
-            rec
-        } else {
-            None
-        };
-        let results: Vec<(usize, Result<RunRecord>)> = pool.install(|| {
-            members
-                .par_iter()
-                .map(|&i| {
-                    running.fetch_add(1, Ordering::SeqCst);
-                    set_msg(&bar);
-                    let started = std::time::Instant::now();
-                    // A run that panics is a failed run, not a failed comparison.
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        execute(&runs[i], &args.out, recording.as_ref())
-                    }))
-                    .unwrap_or_else(|p| {
-                        Err(anyhow!("run {}: panicked: {}", runs[i].id, panic_text(&p)))
-                    });
-                    running.fetch_sub(1, Ordering::SeqCst);
-                    let d = done.fetch_add(1, Ordering::SeqCst) + 1;
-                    bar.inc(1);
-                    set_msg(&bar);
-                    if !args.progress {
-                        // Not a terminal (a log, CI): one line per finished run.
-                        eprintln!(
-                            "[{d}/{total}] {} {} ({:.1} s)",
-                            runs[i].id,
-                            if r.is_ok() { "done" } else { "FAILED" },
-                            started.elapsed().as_secs_f64()
-                        );
-                    }
-                    (i, r)
-                })
-                .collect()
-        });
-        for (i, r) in results {
-            match r {
-                Ok(rec) => slots[i] = Some(rec),
-                Err(e) => failures.push(format!("{}: {e:#}", runs[i].id)),
-            }
+        })
+        .collect();
+    let say = |line: String| {
+        if !args.progress {
+            // Not a terminal (a log, CI): one line per event.
+            eprintln!("{line}");
+        }
+    };
+    let record = |g: usize, max_bytes: u64| {
+        let first = &runs[groups[g].runs[0]];
+        bar.set_message(format!("generating {}", first.workload));
+        let started = std::time::Instant::now();
+        let rec = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            record_workload(&first.config, max_bytes)
+        }))
+        // A workload that panics while recorded panics again in each run, which
+        // reports it as that run's failure.
+        .unwrap_or(None);
+        match &rec {
+            Some(r) => say(format!(
+                "recorded {}'s streams for {} runs in {:.1} s ({} MiB)",
+                first.workload,
+                groups[g].runs.len(),
+                started.elapsed().as_secs_f64(),
+                r.encoded_bytes() >> 20
+            )),
+            // A first try beside another group's recording may be retried alone
+            // with the whole budget; only that last word is news.
+            None if max_bytes < budget => {}
+            None => bar.suspend(|| {
+                eprintln!(
+                    "note: {}'s streams would take more than {} MiB to record \
+                     (TIERKIT_RECORDING_BUDGET_MIB); its {} runs generate it each",
+                    first.workload,
+                    max_bytes >> 20,
+                    groups[g].runs.len()
+                )
+            }),
+        }
+        set_msg(&bar);
+        rec
+    };
+    let run = |i: usize, recording: Option<&Arc<Recording>>| {
+        running.fetch_add(1, Ordering::SeqCst);
+        set_msg(&bar);
+        let started = std::time::Instant::now();
+        // A run that panics is a failed run, not a failed comparison.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            execute(&runs[i], &args.out, recording)
+        }))
+        .unwrap_or_else(|p| Err(anyhow!("run {}: panicked: {}", runs[i].id, panic_text(&p))));
+        running.fetch_sub(1, Ordering::SeqCst);
+        let d = done.fetch_add(1, Ordering::SeqCst) + 1;
+        bar.inc(1);
+        set_msg(&bar);
+        say(format!(
+            "[{d}/{total}] {} {} ({:.1} s)",
+            runs[i].id,
+            if r.is_ok() { "done" } else { "FAILED" },
+            started.elapsed().as_secs_f64()
+        ));
+        r
+    };
+    let results = schedule::run_groups(
+        &groups,
+        args.jobs,
+        budget,
+        record,
+        Recording::encoded_bytes,
+        run,
+    );
+    for (i, r) in results {
+        match r {
+            Ok(rec) => slots[i] = Some(rec),
+            Err(e) => failures.push(format!("{}: {e:#}", runs[i].id)),
         }
     }
     bar.finish_and_clear();
