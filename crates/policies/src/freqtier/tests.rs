@@ -456,6 +456,7 @@ fn batch_coalesces_samples_per_page_in_first_sample_order() {
 mod sim {
     use super::super::*;
     use crate::autonuma::{Autonuma, AutonumaConfig};
+    use std::collections::BTreeMap;
     use tierkit_sim::engine::RunOutput;
     use tierkit_sim::machine::Machine;
     use tierkit_sim::testing::{self, read, small_machine, write, Script};
@@ -1015,5 +1016,121 @@ mod sim {
             lt.summary.sim_seconds
         );
         assert!(ft.summary.fast_access_ratio > 2.0 * lt.summary.fast_access_ratio);
+    }
+
+    /// One run of the Zipf trace of oracles 10, 11 and 13.
+    struct ZipfRun {
+        /// Fast-access ratio of the run's second half (memory accesses served by the
+        /// fast tier): the steady state the paper reports.
+        steady_fast_ratio: f64,
+        migrated_bytes: u64,
+    }
+
+    /// The Zipf trace of oracles 10, 11 and 13 at one fast:slow ratio, run once for
+    /// every test that reads it: a key-value store of 8 Mi 1 KiB records (8 GiB,
+    /// YCSB's θ = 0.99, scrambled, reads only) for about 50 s of machine time on
+    /// `cxl`, at the papers' time constants, sampled at 1/16, by FreqTier and the two
+    /// recency baselines the paper measures (§II-C1): its AutoNUMA (Linux 6.2 tiering
+    /// with MGLRU demotion) and TPP.
+    fn zipf_runs(ratio: &'static str) -> &'static BTreeMap<&'static str, ZipfRun> {
+        type Runs = std::sync::OnceLock<BTreeMap<&'static str, ZipfRun>>;
+        static AT_1_32: Runs = Runs::new();
+        static AT_1_8: Runs = Runs::new();
+        let cell = match ratio {
+            "1:32" => &AT_1_32,
+            "1:8" => &AT_1_8,
+            _ => unreachable!("the Zipf runs are at 1:32 and 1:8"),
+        };
+        cell.get_or_init(|| {
+            let mut runs = BTreeMap::new();
+            for policy in ["freqtier", "linux-tiering-mglru", "tpp"] {
+                let w = tierkit_workloads::ZipfKv::new(
+                    &tierkit_workloads::ZipfKvConfig {
+                        nr_records: 8 << 20,
+                        nr_ops: 300_000_000,
+                        ..Default::default()
+                    },
+                    7,
+                );
+                let out = crate::faithful::run_registered(policy, &cxl(ratio), 16, Box::new(w));
+                let rows = &out.series.rows;
+                let tail = &rows[rows.len() / 2..];
+                let mem: u64 = tail.iter().map(|r| r.mem_accesses).sum();
+                let fast: f64 = tail
+                    .iter()
+                    .map(|r| r.fast_access_ratio * r.mem_accesses as f64)
+                    .sum();
+                let steady_fast_ratio = fast / mem.max(1) as f64;
+                eprintln!(
+                    "{policy} {ratio}: steady fast ratio {steady_fast_ratio:.3}, migrated {} MiB, {:.1} s",
+                    out.summary.migrated_bytes >> 20,
+                    out.summary.sim_seconds
+                );
+                runs.insert(
+                    policy,
+                    ZipfRun {
+                        steady_fast_ratio,
+                        migrated_bytes: out.summary.migrated_bytes,
+                    },
+                );
+            }
+            runs
+        })
+    }
+
+    #[test]
+    fn oracle_10_frequency_beats_recency_at_a_small_local_tier() {
+        // §II-C1, §VII-A: with a small local tier FreqTier's steady local hit ratio
+        // is ≈90% against 71% for the paper's AutoNUMA (Linux 6.2 tiering + MGLRU).
+        // Asserted: at 1:32 ahead of it by at least 5 points. The TPP half (70%) is
+        // not reproduced: TPP, promoting on a second hint fault, keeps about the same
+        // hit ratio as FreqTier here, paid for with ~10x the migrated bytes (oracle
+        // 13; docs/policies/freqtier.md, oracles 10 and 11).
+        let runs = zipf_runs("1:32");
+        let ft = runs["freqtier"].steady_fast_ratio;
+        let an = runs["linux-tiering-mglru"].steady_fast_ratio;
+        assert!(
+            ft > an + 0.05,
+            "freqtier {ft:.3} vs linux-tiering-mglru {an:.3} at 1:32"
+        );
+    }
+
+    #[test]
+    #[ignore = "not reproduced (docs/policies/freqtier.md, oracles 10 and 11): the lead does not shrink from 1:32 to 1:8"]
+    fn oracle_11_the_advantage_shrinks_as_local_memory_grows() {
+        // §VII-A: the lead over the AutoNUMA baseline is largest at 5-6% local and
+        // small or near parity at 20-25% (GAP: +17-18% at 1:32, +2-4% at 1:16).
+        // Checked: the lead at 1:8 is at most half the lead at 1:32. Measured
+        // 2026-11-27: 0.298 at 1:32 and 0.295 at 1:8 (300 M operations), 0.309 and
+        // 0.317 (500 M): the same lead at both ratios.
+        let lead = |ratio| {
+            let runs = zipf_runs(ratio);
+            runs["freqtier"].steady_fast_ratio - runs["linux-tiering-mglru"].steady_fast_ratio
+        };
+        let (small, large) = (lead("1:32"), lead("1:8"));
+        assert!(
+            large <= 0.5 * small,
+            "lead at 1:32 {small:.3}, at 1:8 {large:.3}"
+        );
+    }
+
+    #[test]
+    fn oracle_13_frequency_migrates_fewer_bytes_than_recency() {
+        // §II-C1, §III: FreqTier migrates ≈4.2x fewer bytes than the recency
+        // baselines on average. Asserted at 1:32: fewer than each baseline, and at
+        // least 2x fewer over both (geometric mean).
+        let runs = zipf_runs("1:32");
+        let ft = runs["freqtier"].migrated_bytes.max(1) as f64;
+        let mut log_sum = 0.0f64;
+        for base in ["linux-tiering-mglru", "tpp"] {
+            let b = runs[base].migrated_bytes as f64;
+            assert!(ft < b, "freqtier {ft} B vs {base} {b} B");
+            log_sum += (b / ft).ln();
+        }
+        let geomean = (log_sum / 2.0).exp();
+        assert!(
+            geomean >= 2.0,
+            "recency migrates {geomean:.2}x FreqTier's bytes"
+        );
     }
 }
