@@ -1044,47 +1044,53 @@ mod sim {
             "1:8" => &AT_1_8,
             _ => unreachable!("the Zipf runs are at 1:32 and 1:8"),
         };
+        // The three runs in parallel: the tests that read them wait for all three.
         cell.get_or_init(|| {
-            let mut runs = BTreeMap::new();
-            for policy in ["freqtier", "linux-tiering-mglru", "tpp"] {
-                let w = tierkit_workloads::ZipfKv::new(
-                    &tierkit_workloads::ZipfKvConfig {
-                        nr_records: 8 << 20,
-                        nr_ops: 300_000_000,
-                        ..Default::default()
-                    },
-                    7,
-                );
-                let out = crate::faithful::run_registered(policy, &cxl(ratio), 16, Box::new(w));
-                let rows = &out.series.rows;
-                let tail = &rows[rows.len() / 2..];
-                let mem: u64 = tail.iter().map(|r| r.mem_accesses).sum();
-                let fast: f64 = tail
-                    .iter()
-                    .map(|r| r.fast_access_ratio * r.mem_accesses as f64)
-                    .sum();
-                let steady_fast_ratio = fast / mem.max(1) as f64;
-                eprintln!(
-                    "{policy} {ratio}: steady fast ratio {steady_fast_ratio:.3}, migrated {} MiB, {:.1} s",
-                    out.summary.migrated_bytes >> 20,
-                    out.summary.sim_seconds
-                );
-                runs.insert(
-                    policy,
-                    ZipfRun {
-                        steady_fast_ratio,
-                        migrated_bytes: out.summary.migrated_bytes,
-                        max_share_at_15: out
-                            .summary
-                            .policy_stats
-                            .iter()
-                            .find(|(k, _)| k == "max_share_of_pages_at_15")
-                            .map_or(0.0, |x| x.1),
-                    },
-                );
-            }
-            runs
+            std::thread::scope(|s| {
+                let handles: Vec<_> = ["freqtier", "linux-tiering-mglru", "tpp"]
+                    .map(|policy| s.spawn(move || (policy, zipf_run(policy, ratio))))
+                    .into();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a Zipf run panicked"))
+                    .collect()
+            })
         })
+    }
+
+    fn zipf_run(policy: &str, ratio: &str) -> ZipfRun {
+        let w = tierkit_workloads::ZipfKv::new(
+            &tierkit_workloads::ZipfKvConfig {
+                nr_records: 8 << 20,
+                nr_ops: 300_000_000,
+                ..Default::default()
+            },
+            7,
+        );
+        let out = crate::faithful::run_registered(policy, &cxl(ratio), 16, Box::new(w));
+        let rows = &out.series.rows;
+        let tail = &rows[rows.len() / 2..];
+        let mem: u64 = tail.iter().map(|r| r.mem_accesses).sum();
+        let fast: f64 = tail
+            .iter()
+            .map(|r| r.fast_access_ratio * r.mem_accesses as f64)
+            .sum();
+        let steady_fast_ratio = fast / mem.max(1) as f64;
+        eprintln!(
+            "{policy} {ratio}: steady fast ratio {steady_fast_ratio:.3}, migrated {} MiB, {:.1} s",
+            out.summary.migrated_bytes >> 20,
+            out.summary.sim_seconds
+        );
+        ZipfRun {
+            steady_fast_ratio,
+            migrated_bytes: out.summary.migrated_bytes,
+            max_share_at_15: out
+                .summary
+                .policy_stats
+                .iter()
+                .find(|(k, _)| k == "max_share_of_pages_at_15")
+                .map_or(0.0, |x| x.1),
+        }
     }
 
     #[test]
