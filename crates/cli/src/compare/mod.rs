@@ -1248,22 +1248,29 @@ mod tests {
 
     #[test]
     fn every_builtin_suite_parses_and_plans() {
-        for s in suites::SUITES {
-            // Planning builds each workload once for its footprint; the faithful BFS
-            // cells' 2^25-vertex graph takes a minute and 6.5 GB to build, so it is
-            // planned here at a 2^21-vertex scale (the names and sets are what this
-            // checks).
-            let toml = s
-                .toml
-                .replace("\"workload.scale=8\"", "\"workload.scale=0.5\"");
-            let spec: MatrixSpec =
-                toml::from_str(&toml).unwrap_or_else(|e| panic!("{}: {e}", s.name));
-            // Every name must be registered: a suite never drops a system silently.
-            let runs = plan(&spec).unwrap_or_else(|e| panic!("suite {}: {e}", s.name));
-            assert!(!runs.is_empty());
-            for p in spec.policies.iter().filter(|p| *p != "*") {
-                assert!(runs.iter().any(|r| &r.policy == p), "{}: {p}", s.name);
+        // One thread per suite: planning builds every workload of a suite once, and
+        // the suites are independent.
+        std::thread::scope(|scope| {
+            for s in suites::SUITES {
+                scope.spawn(move || {
+                    // Planning builds each workload once for its footprint; the
+                    // faithful BFS cells' 2^25-vertex graph takes a minute and 6.5 GB
+                    // to build, so it is planned here at a 2^21-vertex scale (the
+                    // names and sets are what this checks).
+                    let toml = s
+                        .toml
+                        .replace("\"workload.scale=8\"", "\"workload.scale=0.5\"");
+                    let spec: MatrixSpec =
+                        toml::from_str(&toml).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+                    // Every name must be registered: a suite never drops a system
+                    // silently.
+                    let runs = plan(&spec).unwrap_or_else(|e| panic!("suite {}: {e}", s.name));
+                    assert!(!runs.is_empty());
+                    for p in spec.policies.iter().filter(|p| *p != "*") {
+                        assert!(runs.iter().any(|r| &r.policy == p), "{}: {p}", s.name);
+                    }
+                });
             }
-        }
+        });
     }
 }
