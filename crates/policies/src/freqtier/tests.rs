@@ -1018,7 +1018,7 @@ mod sim {
         assert!(ft.summary.fast_access_ratio > 2.0 * lt.summary.fast_access_ratio);
     }
 
-    /// One run of the Zipf trace of oracles 10, 11 and 13.
+    /// One run of the Zipf trace of oracles 10, 11, 13 and 17.
     struct ZipfRun {
         /// Fast-access ratio of the run's second half (memory accesses served by the
         /// fast tier): the steady state the paper reports.
@@ -1029,9 +1029,9 @@ mod sim {
         max_share_at_15: f64,
     }
 
-    /// The Zipf trace of oracles 10, 11 and 13 at one fast:slow ratio, run once for
-    /// every test that reads it: a key-value store of 8 Mi 1 KiB records (8 GiB,
-    /// YCSB's θ = 0.99, scrambled, reads only) for about 50 s of machine time on
+    /// The Zipf trace of oracles 10, 11, 13 and 17 at one fast:slow ratio, run once
+    /// for every test that reads it: a key-value store of 8 Mi 1 KiB records (8 GiB,
+    /// YCSB's θ = 0.99, scrambled, reads only) for 50-90 s of machine time on
     /// `cxl`, at the papers' time constants, sampled at 1/16, by FreqTier and the two
     /// recency baselines the paper measures (§II-C1): its AutoNUMA (Linux 6.2 tiering
     /// with MGLRU demotion) and TPP.
