@@ -1125,7 +1125,7 @@ fn oracle_13_free_fast_memory_stays_above_the_high_watermark_and_promotions_do_n
 /// promotes; Chrono at 4 KiB must not. 48 MiB of filler written first fills the
 /// 16 MiB fast tier, then a 16 MiB region is written and its even pages read at
 /// random (~1 access per page per policy second, as the other experiments here) for
-/// about 1 500 policy seconds (25 of Chrono's 60 s scans). The same Chrono runs on
+/// about 1 300 policy seconds (22 of Chrono's 60 s scans). The same Chrono runs on
 /// base pages (THP never) and with THP always, where it can promote only whole huge
 /// pages: the 2 MiB-granularity case. Counted: of the hot region's pages that end in
 /// the fast tier, the share never touched after its first write.
