@@ -15,7 +15,7 @@
 //! on any of this; every run replays the same streams in any order.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Runs that consume the same streams.
 pub struct Group {
@@ -41,9 +41,31 @@ struct State<T> {
     slots: Vec<Slot<T>>,
     /// Unfinished runs per group.
     remaining: Vec<usize>,
-    /// Recordings held and the bytes they take.
-    live: usize,
-    live_bytes: u64,
+}
+
+impl<T> State<T> {
+    /// The recordings held: how many and the bytes they take.
+    fn held(&self, bytes: impl Fn(&T) -> u64) -> (usize, u64) {
+        self.slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Ready(Some(r)) => Some(bytes(r)),
+                _ => None,
+            })
+            .fold((0, 0), |(n, b), x| (n + 1, b + x))
+    }
+}
+
+/// Wait on `changed` while `busy` holds for the state (a poisoned lock is still
+/// used: its holder panicked outside any update of the state).
+fn wait_until<'a, T>(
+    changed: &Condvar,
+    st: MutexGuard<'a, State<T>>,
+    busy: &dyn Fn(&State<T>) -> bool,
+) -> MutexGuard<'a, State<T>> {
+    changed
+        .wait_while(st, |st| busy(st))
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Run every group's runs on `jobs` workers, recording groups one ahead of them.
@@ -76,8 +98,6 @@ where
             })
             .collect(),
         remaining: groups.iter().map(|g| g.runs.len()).collect(),
-        live: 0,
-        live_bytes: 0,
     });
     let changed = Condvar::new();
     let order: Vec<(usize, usize)> = groups
@@ -95,28 +115,16 @@ where
                     continue;
                 }
                 // One recording ahead of the one being replayed, no more.
-                let mut st = lock();
-                while st.live >= 2 {
-                    st = changed.wait(st).unwrap_or_else(|e| e.into_inner());
-                }
-                let (held, free) = (st.live, budget.saturating_sub(st.live_bytes));
+                let st = wait_until(&changed, lock(), &|st| st.held(&bytes).0 >= 2);
+                let (held, held_bytes) = st.held(&bytes);
                 drop(st);
-                let mut rec = record(g, free);
+                let mut rec = record(g, budget.saturating_sub(held_bytes));
                 if rec.is_none() && held > 0 {
                     // It may fit alone: wait until the runs before it let go of theirs.
-                    let mut st = lock();
-                    while st.live > 0 {
-                        st = changed.wait(st).unwrap_or_else(|e| e.into_inner());
-                    }
-                    drop(st);
+                    drop(wait_until(&changed, lock(), &|st| st.held(&bytes).0 > 0));
                     rec = record(g, budget);
                 }
-                let mut st = lock();
-                if let Some(r) = &rec {
-                    st.live += 1;
-                    st.live_bytes += bytes(r);
-                }
-                st.slots[g] = Slot::Ready(rec);
+                lock().slots[g] = Slot::Ready(rec);
                 changed.notify_all();
             }
         });
@@ -124,29 +132,20 @@ where
             s.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&(g, i)) = order.get(k) else { break };
-                let rec = {
-                    let mut st = lock();
-                    loop {
-                        match &st.slots[g] {
-                            Slot::Pending => {
-                                st = changed.wait(st).unwrap_or_else(|e| e.into_inner())
-                            }
-                            Slot::Ready(r) => break r.clone(),
-                            Slot::Released => unreachable!("a group is released after its runs"),
-                        }
+                let st = wait_until(&changed, lock(), &|st| matches!(st.slots[g], Slot::Pending));
+                let rec = match &st.slots[g] {
+                    Slot::Ready(r) => r.clone(),
+                    Slot::Pending | Slot::Released => {
+                        unreachable!("waited past Pending; a group is released after its runs")
                     }
                 };
+                drop(st);
                 let r = run(i, rec.as_ref());
                 drop(rec);
                 let mut st = lock();
                 st.remaining[g] -= 1;
                 if st.remaining[g] == 0 {
-                    if let Slot::Ready(Some(held)) =
-                        std::mem::replace(&mut st.slots[g], Slot::Released)
-                    {
-                        st.live -= 1;
-                        st.live_bytes -= bytes(&held);
-                    }
+                    st.slots[g] = Slot::Released;
                     changed.notify_all();
                 }
                 drop(st);
