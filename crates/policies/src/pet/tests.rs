@@ -868,6 +868,20 @@ fn oracle_26_27_oversubscribed_mix_pet_slows_down_less_than_linux_tiering() {
     assert!(pet_out.summary.fast_access_ratio > 0.95);
 }
 
+/// The temporary-block experiment's workload: three 16 MiB objects written, then
+/// two of them hot on 64 of their pages each, at their start or `spread` evenly.
+fn temporary_block_work(spread: bool) -> Box<Phases> {
+    let mut hot_part = step(&[], &[0, 1], 60.0);
+    hot_part.hot_pages = Some(64);
+    hot_part.hot_spread = spread;
+    Box::new(Phases::new(
+        16,
+        3,
+        2_000,
+        vec![vec![step(&[0, 1, 2], &[0, 1], 20.0), hot_part]],
+    ))
+}
+
 /// Spec §7 oracle 22 (§5.3.3, Fig. 19: a larger temporary block saves more fast
 /// memory, and 256 MB costs performance) is not reproduced; this sweep generates the
 /// page's table that shows it (`docs/policies/pet.md`, "Temporary block size"). Three
@@ -881,17 +895,7 @@ fn temporary_block_size_sweep_table() {
         "| hot pages | temporary block | fast memory saved | slowdown | demoted / promoted pages |\n|---|---|---|---|---|\n",
     );
     for spread in [false, true] {
-        let work = || {
-            let mut hot_part = step(&[], &[0, 1], 60.0);
-            hot_part.hot_pages = Some(64);
-            hot_part.hot_spread = spread;
-            Box::new(Phases::new(
-                16,
-                3,
-                2_000,
-                vec![vec![step(&[0, 1, 2], &[0, 1], 20.0), hot_part]],
-            ))
-        };
+        let work = || temporary_block_work(spread);
         let base = run(&m, &sim(), baseline("first-touch"), work()).0;
         for temp in [1, 2, 4, 8, 16] {
             let cfg = PetConfig {
@@ -932,16 +936,7 @@ fn temporary_block_size_sweep_table() {
 #[ignore = "not reproduced (docs/policies/pet.md, oracle 22): smaller temporary blocks save more"]
 fn oracle_22_a_larger_temporary_block_saves_more() {
     let m = optane_machine(64, 64);
-    let work = || {
-        let mut hot_part = step(&[], &[0, 1], 60.0);
-        hot_part.hot_pages = Some(64);
-        Box::new(Phases::new(
-            16,
-            3,
-            2_000,
-            vec![vec![step(&[0, 1, 2], &[0, 1], 20.0), hot_part]],
-        ))
-    };
+    let work = || temporary_block_work(false);
     let base = run(&m, &sim(), baseline("first-touch"), work()).0;
     let saved = |temp_block_mb| {
         let cfg = PetConfig {
