@@ -80,14 +80,10 @@ pub fn simulate_with(
         }
     };
     let workload = stream();
-    // A clairvoyant policy reads the future of that stream as memory will see it.
-    let llc = tierkit_sim::engine::llc_geometry(&cfg.machine, &cfg.sim)?;
-    let fresh: Box<dyn Fn() -> Box<dyn Workload>> = match llc {
-        Some((size, ways)) => Box::new(move || {
-            Box::new(tierkit_sim::llc::MemoryStream::new(stream(), size, ways)) as Box<dyn Workload>
-        }),
-        None => stream,
-    };
+    // A clairvoyant policy reads the future of that stream as the run will consume
+    // it: up to where the run stops, as memory will see it.
+    let view = tierkit_sim::future::FutureView::new(&cfg.machine, &cfg.sim)?;
+    let fresh: Box<dyn Fn() -> Box<dyn Workload>> = Box::new(move || view.of(stream()));
     // Only a progress bar needs the length: for some workloads (a graph kernel's
     // replayed trials) the count is a whole pass of the program.
     let expected = if show_progress {

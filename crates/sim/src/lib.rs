@@ -8,6 +8,7 @@
 //! - [`machine`]: the hot access path, the [`Mechanisms`](tierkit_core::Mechanisms)
 //!   implementation a policy talks to, and the mover that carries out migrations.
 //! - [`engine`]: the run loop interleaving threads by virtual time, firing timers.
+//! - [`future`]: the stream a clairvoyant reference reads, ended where the run ends.
 //! - [`sampling`]: spatially sampled simulation's stream filter (`sim.sample_rate`).
 //! - [`metrics`]: counters, the interval time series, the run summary.
 //!
@@ -16,6 +17,7 @@
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod future;
 pub mod llc;
 pub mod machine;
 pub mod metrics;
