@@ -50,6 +50,8 @@ usage: e2e/qemu/run.sh [options]
   --cache DIR           download/build cache (default: e2e/qemu/.cache)
   --target-dir DIR      CARGO_TARGET_DIR for the static tierkit build (default: CACHE/target)
   --tierkit PATH        use this statically linked tierkit instead of building one
+  --build-only          only build the static tierkit into the cache and exit (CI starts
+                        it early, in the background; the later full run finds it built)
   --out DIR             logs and measurements (default: CACHE/out/<time>)
   --tcg single|multi    TCG threading (default single: as fast here, no cross-vCPU races)
   --scenario-timeout S  per-scenario limit inside the guest (default 240)
@@ -64,11 +66,13 @@ EOF
 
 SELECTED=()
 WITH_EXTRA=0
+BUILD_ONLY=0
 while [ $# -gt 0 ]; do
     case $1 in
     -s | --scenario) IFS=, read -r -a more <<<"$2"; SELECTED+=("${more[@]}"); shift 2 ;;
     --list) printf '%s\n' "${TWO_NODE[@]}" "${ONE_NODE[@]}" "${EXTRA[@]}"; exit 0 ;;
     --extra) WITH_EXTRA=1; shift ;;
+    --build-only) BUILD_ONLY=1; shift ;;
     --cache) CACHE=$2; shift 2 ;;
     --target-dir) TARGET_DIR=$2; shift 2 ;;
     --tierkit) TIERKIT_BIN=$2; shift 2 ;;
@@ -114,6 +118,21 @@ mkdir -p "$CACHE"
 CACHE=$(cd "$CACHE" && pwd)
 : "${OUT:=$CACHE/out/$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
+
+# The static tierkit the guest runs (built by cargo into the cache; a no-op when built).
+build_tierkit() {
+    : "${TARGET_DIR:=$CACHE/target}"
+    step "building static tierkit (CARGO_TARGET_DIR=$TARGET_DIR)"
+    (cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_TARGET_DIR=$TARGET_DIR \
+        cargo build --release --quiet -p tierkit --target x86_64-unknown-linux-gnu) ||
+        die "cargo build of the static tierkit failed"
+    TIERKIT_BIN=$TARGET_DIR/x86_64-unknown-linux-gnu/release/tierkit
+}
+if [ $BUILD_ONLY -eq 1 ]; then
+    build_tierkit
+    step "built $TIERKIT_BIN"
+    exit 0
+fi
 
 # --- packages ---------------------------------------------------------------------------
 SUDO=""
@@ -175,12 +194,7 @@ step "kernel ${KERNEL##*/}"
 
 # --- tierkit (static) -------------------------------------------------------------------
 if [ $NEED_TIERKIT -eq 1 ] && [ -z "$TIERKIT_BIN" ]; then
-    : "${TARGET_DIR:=$CACHE/target}"
-    step "building static tierkit (CARGO_TARGET_DIR=$TARGET_DIR)"
-    (cd "$ROOT" && RUSTFLAGS='-C target-feature=+crt-static' CARGO_TARGET_DIR=$TARGET_DIR \
-        cargo build --release --quiet -p tierkit --target x86_64-unknown-linux-gnu) ||
-        die "cargo build of the static tierkit failed"
-    TIERKIT_BIN=$TARGET_DIR/x86_64-unknown-linux-gnu/release/tierkit
+    build_tierkit
 fi
 if [ $NEED_TIERKIT -eq 1 ]; then
     [ -x "$TIERKIT_BIN" ] || die "no tierkit binary at $TIERKIT_BIN"
