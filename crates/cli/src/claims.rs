@@ -348,20 +348,7 @@ pub fn matrix_args(m: &ClaimMatrix, out: PathBuf, smoke: bool, jobs: usize) -> R
         sets.extend(SMOKE_SETS.iter().map(|s| s.to_string()));
         // The matrix with each scalable workload shrunk, handed on as a config.
         let (mut spec, title) = compare::resolve_spec(&args)?;
-        for w in &mut spec.workloads {
-            let scalable = tierkit_workloads::WorkloadConfig::default_for(&w.name)
-                .and_then(|c| toml::Value::try_from(c).ok())
-                .is_some_and(|v| v.get("scale").is_some());
-            if scalable {
-                let own = w
-                    .set
-                    .iter()
-                    .find_map(|s| s.strip_prefix("workload.scale="))
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-                    .unwrap_or(1.0);
-                w.set.push(format!("workload.scale={}", own * SMOKE_SCALE));
-            }
-        }
+        shrink_for_smoke(&mut spec);
         let text = toml::to_string(&spec).context("a matrix serializes")?;
         args.suite = None;
         args.config = Some((format!("{title} (smoke)"), text));
@@ -369,6 +356,25 @@ pub fn matrix_args(m: &ClaimMatrix, out: PathBuf, smoke: bool, jobs: usize) -> R
     }
     args.sets = sets;
     Ok(args)
+}
+
+/// Shrink every workload of `spec` that has a `scale` setting by [`SMOKE_SCALE`] (of
+/// its own scale, where the matrix sets one).
+pub(crate) fn shrink_for_smoke(spec: &mut compare::MatrixSpec) {
+    for w in &mut spec.workloads {
+        let scalable = tierkit_workloads::WorkloadConfig::default_for(&w.name)
+            .and_then(|c| toml::Value::try_from(c).ok())
+            .is_some_and(|v| v.get("scale").is_some());
+        if scalable {
+            let own = w
+                .set
+                .iter()
+                .find_map(|s| s.strip_prefix("workload.scale="))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(1.0);
+            w.set.push(format!("workload.scale={}", own * SMOKE_SCALE));
+        }
+    }
 }
 
 /// Check that every matrix of `f` plans (names registered, settings valid) and that
