@@ -249,6 +249,53 @@ fn oracle_01_new_pages_are_born_inactive_unreferenced_in_either_tier() {
     assert_eq!(p.core().stats.demoted_pages, 0);
 }
 
+/// Oracle 4: no per-page metadata. A page's state is its list and `PG_referenced`
+/// (with its tier), nothing else: no counter, no timestamp. A slow page with a long
+/// history (referenced in two runs of every three for 40 runs: 13 visits to the
+/// promote list, each missed, then idle) and a page that has just reached the same
+/// state in two runs are treated alike from then on, run by run, to their promotion
+/// in the same run. A policy that counted references, or aged pages by time, would
+/// treat them apart.
+#[test]
+fn oracle_04_a_pages_history_counts_only_through_its_list_and_referenced_bit() {
+    let mut m = FakeMech::with_fast(4096, (16, 20, 24));
+    let mut p = policy(MultiClockConfig::default(), &mut m);
+    let (old, new) = (SLOW_BASE, SLOW_BASE + 1);
+    m.alloc(&mut p, old, SLOW);
+    for run in 0..40 {
+        if run % 3 != 2 {
+            m.touch(old);
+        }
+        m.kpromoted(&mut p);
+    }
+    assert!(
+        p.core().edge(Edge::PromoteIdle) >= 10,
+        "the old page visited the promote list again and again"
+    );
+    for _ in 0..5 {
+        m.kpromoted(&mut p);
+    }
+    assert_eq!(state(&p, old), Some((SLOW, PageFlags::AU)), "idle, active");
+    m.alloc(&mut p, new, SLOW);
+    for _ in 0..2 {
+        m.touch(new);
+        m.kpromoted(&mut p);
+    }
+    assert_eq!(
+        state(&p, new),
+        state(&p, old),
+        "the same state, by another path"
+    );
+    for run in 1..=4 {
+        m.touch(old);
+        m.touch(new);
+        m.kpromoted(&mut p);
+        assert_eq!(state(&p, old), state(&p, new), "run {run}");
+        assert_eq!(m.tier_of(old), m.tier_of(new), "run {run}");
+    }
+    assert_eq!(m.tier_of(new), FAST, "both promoted, in the same run");
+}
+
 /// Oracle 5: a slow page referenced in one scan interval only climbs to IR, falls
 /// back to IU at the next look, and is never promoted; a page referenced before
 /// every run is promoted at the fifth run (reading B).
