@@ -183,14 +183,8 @@ impl Simulation {
         let epoch_ns = (self.sim.epoch_ms * NS_PER_MS) as f64;
         let mut next_epoch = epoch_ns;
         let mut next_progress = 1u64 << 20;
-        // `max_accesses` counts accesses of the full machine.
-        let max_accesses = if self.sim.max_accesses == 0 {
-            u64::MAX
-        } else {
-            self.sim
-                .max_accesses
-                .div_ceil(self.sim.sample_rate.denominator as u64)
-        };
+        // The same limit a clairvoyant reference's future ends at.
+        let max_accesses = crate::future::run_access_limit(&self.sim).unwrap_or(u64::MAX);
         loop {
             self.settle_shared_stall();
             let Some((t, clock, second)) = self.pick_thread() else {

@@ -47,8 +47,8 @@ impl FutureView {
 }
 
 /// How many accesses of its (sampled) stream a run with `sim` makes at most, or `None`
-/// when it runs to the workload's end. `sim.max_accesses` counts accesses of the full
-/// machine, so a sampled run stops after its share of them, as the engine does.
+/// when it runs to the workload's end: where the engine stops a run. `sim.max_accesses`
+/// counts accesses of the full machine, so a sampled run stops after its share of them.
 pub fn run_access_limit(sim: &SimConfig) -> Option<u64> {
     (sim.max_accesses != 0).then(|| {
         sim.max_accesses
