@@ -76,6 +76,23 @@ pub enum Event {
         /// A whole 2 MiB huge page was allocated.
         huge: bool,
     },
+    /// A page was found on another tier than the one the policy last knew it on,
+    /// moved by someone else: the application or an operator (move_pages(2), mbind),
+    /// the kernel, or the live daemon holding a fast-tier budget. Live mode only: in
+    /// the simulator nothing but the policy moves pages. Delivered only to policies
+    /// whose [`Requirements::page_alloc_events`] is set: those that list pages from
+    /// their allocation relist them, as the kernel's migration puts a page on the new
+    /// node's lists.
+    PageMoved {
+        /// Owner.
+        pid: Pid,
+        /// The page.
+        vpn: Vpn,
+        /// Tier the policy last knew it on.
+        from: TierId,
+        /// Tier it is on now.
+        to: TierId,
+    },
     /// An allocation left `tier` below its low watermark (the point where Linux wakes
     /// kswapd). Raised at most once per millisecond per tier.
     LowWatermark {
@@ -99,7 +116,8 @@ pub enum Event {
 pub struct Requirements {
     /// The fast tier is unbounded (the `all-fast` reference).
     pub unbounded_fast_tier: bool,
-    /// Deliver [`Event::PageAlloc`] (costs a call per first touch).
+    /// Deliver [`Event::PageAlloc`] (costs a call per first touch) and, live,
+    /// [`Event::PageMoved`].
     pub page_alloc_events: bool,
     /// It arms hinting faults ([`Mechanisms::arm_hint_fault`],
     /// [`Mechanisms::arm_range`]) and reacts to [`Event::HintFault`].

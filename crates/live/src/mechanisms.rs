@@ -6,6 +6,7 @@
 //! | `page`, `walk_pages`, `rss_pages` | a cache of move_pages(2) queries (`nodes = NULL`) over the target's private anonymous VMAs, refreshed every interval | placement changes by others (kernel, app) are seen one interval late; THPs are reported as base pages |
 //! | `vmas`, `Mmap`/`Munmap` | diffs of `/proc/PID/maps` between intervals | merged VMAs, short-lived mappings, one interval of lag |
 //! | `PageAlloc` | pages that became present between two queries | the exact first-touch time (one interval) |
+//! | `PageMoved` | pages a query finds on another tier than the cache (moved by the application, an operator or the kernel), the daemon's budget demotions, moves given up after `migrate` returned | the time of a move by others (one interval) |
 //! | `test_and_clear_young` | DAMON region snapshots ([`crate::access`]) | region granularity, probabilistic within a region, ≤ one aggregation of lag |
 //! | `arm_hint_fault`, `arm_range`, `HintFault` | armed pages watched through the same snapshots | no PROT_NONE, no fault stall; fault time estimated inside an aggregation window; `write` always false |
 //! | `Sample`, `set_sample_period` | PEBS/IBS through perf_event_open(2) ([`crate::sys::sampler`]), `PERF_EVENT_IOC_PERIOD` | samples arrive at the next poll; never run on hardware here (no PMU) |
@@ -143,6 +144,9 @@ pub struct Refresh {
     pub munmaps: Vec<(Vpn, u64)>,
     /// Pages present now that were not before.
     pub allocs: Vec<(Vpn, TierId)>,
+    /// Pages found on another tier than the cache had them on, moved by someone else
+    /// (the application, an operator, the kernel): `(vpn, from, to)`.
+    pub moved: Vec<(Vpn, TierId, TierId)>,
 }
 
 /// `a \ b` for sorted, disjoint half-open ranges.
@@ -288,6 +292,11 @@ pub struct LiveMechanisms {
     /// changed since the daemon last applied them to its sampler.
     sample_periods: [u64; 2],
     periods_changed: bool,
+    /// Tier changes the policy has not been told of, `(pid, vpn, from, to)`: the
+    /// daemon's budget demotions, and moves of the policy's that were given up after
+    /// its `migrate` call had returned `Ok`. The daemon hands them to the policy as
+    /// [`Event::PageMoved`] ([`LiveMechanisms::take_unseen_moves`]).
+    unseen_moves: Vec<(Pid, Vpn, TierId, TierId)>,
 }
 
 impl LiveMechanisms {
@@ -308,6 +317,7 @@ impl LiveMechanisms {
             dry_run,
             sample_periods: [0; 2],
             periods_changed: false,
+            unseen_moves: Vec::new(),
         }
     }
 
@@ -530,6 +540,7 @@ impl LiveMechanisms {
                 .map(|(s, e)| (s, e - s))
                 .collect(),
             allocs: Vec::new(),
+            moved: Vec::new(),
         };
         // Only pages pagemap shows mapped are asked for their node: a reserved but
         // untouched mapping (a heap arena, a large MAP_NORESERVE region) costs a page
@@ -582,6 +593,8 @@ impl LiveMechanisms {
                 }
                 if actual <= 1 && before == NOT_PRESENT {
                     r.allocs.push((vpn, TierId(actual)));
+                } else if t <= 1 && before <= 1 && t != before {
+                    r.moved.push((vpn, TierId(before), TierId(t)));
                 }
                 tiers.push(t);
             }
@@ -655,6 +668,7 @@ impl LiveMechanisms {
         for &(_, pid, vpn) in &cands[..n] {
             if self.mover.enqueue(pid, vpn, TierId(0), TierId(1)) {
                 self.set_tier(pid, vpn, 1);
+                self.unseen_moves.push((pid, vpn, TierId(0), TierId(1)));
                 queued += 1;
             }
         }
@@ -728,7 +742,18 @@ impl LiveMechanisms {
     fn revert(&mut self, m: &Move, t: u8) {
         if self.tier_of(m.pid, m.vpn) == m.to.0 {
             self.set_tier(m.pid, m.vpn, t);
+            if t <= 1 && t != m.to.0 {
+                self.unseen_moves.push((m.pid, m.vpn, m.to, TierId(t)));
+            }
         }
+    }
+
+    /// The tier changes the policy has not been told of since the last call, oldest
+    /// first: budget demotions queued, and moves given up (the page is back where it
+    /// was, or found elsewhere). Pages found moved by others come with the refresh
+    /// instead ([`Refresh::moved`]).
+    pub fn take_unseen_moves(&mut self) -> Vec<(Pid, Vpn, TierId, TierId)> {
+        std::mem::take(&mut self.unseen_moves)
     }
 
     /// Account one batch's per-page statuses and correct the cache; a page that failed
@@ -1334,6 +1359,37 @@ mod tests {
         );
         assert_eq!(m.tier_pages(), [1, 0], "reverted");
         assert_eq!(m.counters.migrate_failures, 1);
+        assert_eq!(
+            m.take_unseen_moves(),
+            vec![(P0, b.vpn(), TierId(1), TierId(0))],
+            "the policy learns its move did not happen"
+        );
+    }
+
+    #[test]
+    fn a_refresh_reports_pages_found_on_another_tier() {
+        let b = Buf::new(4, &[0, 1, 2]);
+        let mut m = own(None, true);
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert_eq!(r.allocs.len(), 3);
+        assert!(r.moved.is_empty());
+        // A move the policy asked for and the mover has not made yet is the policy's
+        // view, not a move by someone else.
+        let v = b.vpn();
+        assert_eq!(m.migrate(P0, v, TierId(1), MigrateMode::Async), Ok(()));
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert!(r.moved.is_empty(), "{:?}", r.moved);
+        // Node 0 now stands for the slow tier: to the cache, every other present page
+        // was moved there by someone else (the queued one is where its move goes).
+        m.setup.nodes = [1, 0];
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert_eq!(
+            r.moved,
+            vec![(v + 1, TierId(0), TierId(1)), (v + 2, TierId(0), TierId(1))]
+        );
+        assert!(r.allocs.is_empty());
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert!(r.moved.is_empty(), "reported once");
     }
 
     #[test]
@@ -1388,9 +1444,14 @@ mod tests {
         assert_eq!(m.mover.pending(P0, v + 1).map(|x| x.attempts), Some(1));
         assert_eq!(m.page(P0, v + 1).unwrap().tier, TierId(0));
         assert_eq!(m.page(P0, v + 2), None);
-        // Out of attempts: given up, back where it was.
+        // Out of attempts: given up, back where it was, and the policy is told (the
+        // vanished page is not a move: it left the policy with its mapping).
         assert!(m.mover.pending(P0, v + 3).is_none());
         assert_eq!(m.page(P0, v + 3).unwrap().tier, TierId(1));
+        assert_eq!(
+            m.take_unseen_moves(),
+            vec![(P0, v + 3, TierId(0), TierId(1))]
+        );
     }
 
     #[test]
@@ -1437,6 +1498,11 @@ mod tests {
             );
         }
         assert_eq!(m.enforce_budget(100), 0, "already queued");
+        let told = m.take_unseen_moves();
+        assert_eq!(told.len(), 6, "the policy learns of each budget demotion");
+        assert!(told.iter().all(|&(p, vpn, from, to)| p == P0
+            && vpn >= v + 8
+            && (from, to) == (TierId(0), TierId(1))));
     }
 
     #[test]

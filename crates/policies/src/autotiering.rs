@@ -635,6 +635,8 @@ impl Policy for Autotiering {
                 self.procs(*pid).remove(vpn);
                 self.page_mut(*pid, *vpn, tier.is_fast(), *huge);
             }
+            // Moved by someone else (live): as after its own migration.
+            Event::PageMoved { pid, vpn, to, .. } => self.set_tier(*pid, *vpn, to.is_fast()),
             Event::Munmap {
                 pid,
                 start_vpn,

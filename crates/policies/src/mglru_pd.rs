@@ -533,6 +533,15 @@ impl Policy for MglruPd {
                     self.gens.add_young(pid, vpn);
                 }
             }
+            // Moved by someone else: a page that arrives in the fast tier joins the
+            // youngest generation, as a promoted one does; one that leaves it is dropped.
+            Event::PageMoved { pid, vpn, from, to } => {
+                if to.is_fast() {
+                    self.gens.add_young(pid, vpn);
+                } else if from.is_fast() {
+                    self.gens.remove(pid, vpn);
+                }
+            }
             Event::Timer { id: PD_TIMER } => self.proactive_demotion(mech),
             Event::Timer { id: KSWAPD_TIMER } => self.kswapd(mech),
             Event::Timer { id } => {

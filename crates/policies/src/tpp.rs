@@ -220,6 +220,7 @@ impl Policy for Tpp {
                 self.lru.on_alloc(pid, vpn, tier, huge);
                 self.wake_if_unbalanced(tier, mech);
             }
+            Event::PageMoved { pid, vpn, to, .. } => self.lru.on_migrated(pid, vpn, to, 1),
             Event::Munmap {
                 pid,
                 start_vpn,

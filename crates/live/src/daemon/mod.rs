@@ -589,6 +589,10 @@ impl Daemon<'_> {
             return Ok(());
         }
         let flush = self.mech.flush_moves(now);
+        self.floor = self.floor.max(now);
+        self.mech.set_time(Some(self.floor));
+        tell_unseen_moves(&mut self.mech, self.policy.as_mut(), self.wants_alloc);
+        self.mech.set_time(None);
         let mut retry = None;
         for (pid, e) in flush.failed {
             let os_pid = self.mech.os_pid(pid).unwrap_or(0);
@@ -818,6 +822,9 @@ fn refresh(
                     mech,
                 );
             }
+            for &(vpn, from, to) in &r.moved {
+                policy.on_event(&Event::PageMoved { pid, vpn, from, to }, mech);
+            }
         }
         mech.set_time(None);
         out.push((os_pid, ranges));
@@ -834,11 +841,28 @@ fn refresh(
     if !needs_damon || mech.has_snapshot() {
         mech.enforce_budget(budget_per_interval);
     }
+    // Before the watermark: a policy that reclaims on it must know which of its fast
+    // pages the budget already took (else it takes the pages it keeps instead).
+    tell_unseen_moves(mech, policy, wants_alloc);
     if mech.free_pages(TierId::FAST) < mech.watermarks(TierId::FAST).low {
         policy.on_event(&Event::LowWatermark { tier: TierId::FAST }, mech);
     }
     mech.set_time(None);
     Ok(out)
+}
+
+/// Hand the policy the tier changes it has not been told of ([`Event::PageMoved`]),
+/// if it lists pages (`wants_alloc`); the others read tiers when they act.
+fn tell_unseen_moves(mech: &mut LiveMechanisms, policy: &mut dyn Policy, wants_alloc: bool) {
+    let moves = mech.take_unseen_moves();
+    if !wants_alloc {
+        return;
+    }
+    for (pid, vpn, from, to) in moves {
+        if mech.is_live(pid) {
+            policy.on_event(&Event::PageMoved { pid, vpn, from, to }, mech);
+        }
+    }
 }
 
 fn line(mech: &LiveMechanisms, cpu0: u64) -> IntervalStats {

@@ -947,6 +947,7 @@ impl Policy for Chrono {
                 tier,
                 huge,
             } => self.lru.on_alloc(pid, vpn, tier, huge),
+            Event::PageMoved { pid, vpn, to, .. } => self.lru.on_migrated(pid, vpn, to, 1),
             Event::Munmap {
                 pid,
                 start_vpn,

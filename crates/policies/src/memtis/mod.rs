@@ -837,6 +837,7 @@ impl Policy for Memtis {
                 self.thp_seen |= *huge;
                 self.pages.on_alloc(*pid, *vpn, *tier, *huge);
             }
+            Event::PageMoved { pid, vpn, to, .. } => self.pages.on_moved(*pid, *vpn, *to),
             Event::Munmap {
                 pid,
                 start_vpn,

@@ -242,6 +242,17 @@ impl Pages {
         }
     }
 
+    /// `(pid, vpn)` was moved to `tier` by someone else (live): the unit holding it
+    /// records its new tier, as a sample of it would.
+    pub fn on_moved(&mut self, pid: Pid, vpn: Vpn, tier: TierId) {
+        let head = huge_head(vpn);
+        if let Some(u) = self.units.get_mut(&(pid, vpn)) {
+            u.set_tier(tier);
+        } else if let Some(u) = self.units.get_mut(&(pid, head)).filter(|u| u.is_huge()) {
+            u.set_tier(tier);
+        }
+    }
+
     /// One PEBS sample of `(pid, vpn)` served by `tier` (§4.1, the per-sample handler
     /// of spec §2.4). Updates the hotness of the page (and subpage), both histograms,
     /// the rHR/eHR window, and returns the unit (key, pages) to put on the promotion

@@ -294,6 +294,39 @@ impl ClockCore {
         self.count(Some(Edge::Added), 1);
     }
 
+    /// A page was moved to `to` by someone else (live: the application, an operator,
+    /// the daemon's budget). Migration keeps a page's LRU flags and puts it at the head
+    /// of the same list on its new node (`migrate_page_states`, `putback_lru_page`); a
+    /// tier without a promote list takes a promote-list page on its active list. A
+    /// page never listed (its first touch not seen) joins as a new page would, IU.
+    pub fn on_moved(&mut self, pid: Pid, vpn: Vpn, to: TierId) {
+        let page = match self.lists.remove(pid, vpn) {
+            Some(p) => {
+                let mut flags = p.flags;
+                if flags.list == ClockList::Promote && !self.promote_list(to) {
+                    flags.list = ClockList::Active;
+                }
+                ClockPage {
+                    tier: to,
+                    flags,
+                    ..p
+                }
+            }
+            None => {
+                self.count(Some(Edge::Added), 1);
+                ClockPage {
+                    pid,
+                    vpn,
+                    tier: to,
+                    ty: self.lru_type(pid, vpn),
+                    flags: PageFlags::IU,
+                    nr_pages: 1,
+                }
+            }
+        };
+        self.lists.insert(page, End::Head);
+    }
+
     // ----- the CLOCK hand --------------------------------------------------------
 
     /// Scan up to `budget` pages from the tail of one list (never more than the list
@@ -590,7 +623,7 @@ impl ClockCore {
     }
 
     /// Every event but the owner's kpromoted timer, handled as both MULTI-CLOCK and
-    /// Nimble handle it: allocations and mappings feed the lists, a low watermark or a
+    /// Nimble handle it: allocations, moves by others and mappings feed the lists, a low watermark or a
     /// kswapd timer runs reclaim, hinting faults feed the re-access meter.
     pub fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
         match *event {
@@ -600,6 +633,7 @@ impl ClockCore {
                 tier,
                 huge,
             } => self.on_alloc(pid, vpn, tier, huge, mech),
+            Event::PageMoved { pid, vpn, to, .. } => self.on_moved(pid, vpn, to),
             Event::Mmap { pid, ref vma } => self.on_mmap(pid, vma),
             Event::Munmap {
                 pid,

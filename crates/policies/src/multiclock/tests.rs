@@ -80,6 +80,24 @@ impl FakeMech {
         p.on_event(&ev, self);
     }
 
+    /// Move page `vpn` to `to` behind the policy's back (live: the application, an
+    /// operator, the daemon's budget), telling it with `PageMoved` if `tell`.
+    pub(crate) fn move_behind(&mut self, p: &mut dyn Policy, vpn: Vpn, to: TierId, tell: bool) {
+        let from = self.tier_of(vpn);
+        self.used[from.index()] -= 1;
+        self.used[to.index()] += 1;
+        self.pages.get_mut(&vpn).expect("resident").0 = to;
+        if tell {
+            let ev = Event::PageMoved {
+                pid: P0,
+                vpn,
+                from,
+                to,
+            };
+            p.on_event(&ev, self);
+        }
+    }
+
     pub(crate) fn touch(&mut self, vpn: Vpn) {
         self.pages.get_mut(&vpn).expect("resident").1 = true;
     }
@@ -247,6 +265,85 @@ fn oracle_01_new_pages_are_born_inactive_unreferenced_in_either_tier() {
     assert_eq!(state(&p, SLOW_BASE), Some((SLOW, PageFlags::IU)));
     assert_eq!(p.core().stats.promoted_units, 0);
     assert_eq!(p.core().stats.demoted_pages, 0);
+}
+
+/// A page moved by someone else keeps its list and `PG_referenced` and joins the head
+/// of that list on its new tier, as the kernel's migration puts it back; a page on a
+/// promote list moved to the top tier, which has none, lands on its active list; a page
+/// the policy never saw joins as IU.
+#[test]
+fn a_page_moved_by_others_keeps_its_state_on_its_new_tier() {
+    let mut m = FakeMech::with_fast(4096, (16, 20, 24));
+    let mut p = policy(MultiClockConfig::default(), &mut m);
+    m.alloc(&mut p, SLOW_BASE, SLOW);
+    climb_to_promote_list(&mut p, &mut m, SLOW_BASE, 1);
+    m.alloc(&mut p, SLOW_BASE + 1, SLOW);
+    assert_eq!(state(&p, SLOW_BASE).unwrap().1.list, ClockList::Promote);
+    m.move_behind(&mut p, SLOW_BASE, FAST, true);
+    m.move_behind(&mut p, SLOW_BASE + 1, FAST, true);
+    let moved = state(&p, SLOW_BASE).unwrap();
+    assert_eq!((moved.0, moved.1.list), (FAST, ClockList::Active));
+    assert_eq!(state(&p, SLOW_BASE + 1), Some((FAST, PageFlags::IU)));
+    assert_eq!(
+        p.core()
+            .lists
+            .pages(FAST, LruType::Anon, ClockList::Inactive),
+        vec![(P0, SLOW_BASE + 1)]
+    );
+    assert_eq!(
+        p.core().stats.promoted_units,
+        0,
+        "not a promotion of its own"
+    );
+    m.pages.insert(SLOW_BASE + 2, (SLOW, false));
+    m.used[SLOW.index()] += 1;
+    m.move_behind(&mut p, SLOW_BASE + 2, FAST, true);
+    assert_eq!(state(&p, SLOW_BASE + 2), Some((FAST, PageFlags::IU)));
+}
+
+/// The e2e `multi-pid` case in small: a process's idle pages are moved into the fast
+/// tier behind the policy's back, over its watermarks, beside another process's hot
+/// pages. Told of the move, reclaim demotes the idle pages and keeps the hot ones;
+/// not told, it has only the hot pages on its fast lists and demotes those.
+#[test]
+fn reclaim_takes_pages_moved_in_by_others_before_the_hot_pages() {
+    let run = |tell: bool| {
+        let mut m = FakeMech::with_fast(128, (4, 16, 24));
+        let mut p = policy(MultiClockConfig::default(), &mut m);
+        let hot: Vec<Vpn> = (0..40).collect();
+        let idle: Vec<Vpn> = (SLOW_BASE..SLOW_BASE + 80).collect();
+        for &v in &hot {
+            m.alloc(&mut p, v, FAST);
+        }
+        for &v in &idle {
+            m.alloc(&mut p, v, SLOW);
+        }
+        for &v in &idle {
+            m.move_behind(&mut p, v, FAST, tell);
+        }
+        assert!(m.free(FAST) < 16);
+        for _ in 0..20 {
+            for &v in &hot {
+                m.touch(v);
+            }
+            p.on_event(&Event::LowWatermark { tier: FAST }, &mut m);
+            m.run_kswapd(&mut p);
+        }
+        let hot_fast = hot.iter().filter(|&&v| m.tier_of(v) == FAST).count();
+        let idle_slow = idle.iter().filter(|&&v| m.tier_of(v) == SLOW).count();
+        (hot_fast, idle_slow, m.free(FAST))
+    };
+    let (hot_fast, idle_slow, free) = run(true);
+    assert_eq!(hot_fast, 40, "every hot page stays");
+    assert!(
+        idle_slow >= 16 && free >= 24,
+        "{idle_slow} idle pages demoted, {free} free"
+    );
+    let (hot_fast, _, _) = run(false);
+    assert!(
+        hot_fast < 40,
+        "not told, reclaim takes hot pages: {hot_fast} of 40 kept"
+    );
 }
 
 /// Oracle 4: no per-page metadata. A page's state is its list and `PG_referenced`

@@ -339,6 +339,19 @@ impl Pet {
         }
     }
 
+    /// A page of a block was moved by someone else (live). One that left the fast
+    /// tier of a block PET has not demoted is, to PET, what a page the allocator spilled
+    /// is: the block is marked so kpromoted brings it back if the block is hot.
+    fn on_page_moved(&mut self, pid: Pid, vpn: Vpn, to: TierId) {
+        let Some(k) = self.lookup(pid, vpn) else {
+            return;
+        };
+        let b = self.blocks.get_mut(&k).expect("looked up");
+        if !to.is_fast() && b.state != State::Demoted {
+            b.spilled = true;
+        }
+    }
+
     // ----- kdemoted: sampling (§4.2, Fig. 6) -------------------------------------
 
     fn kdemoted_tick(&mut self, mech: &mut dyn Mechanisms) {
@@ -786,6 +799,7 @@ impl Policy for Pet {
                 tier,
                 huge,
             } => self.on_page_alloc(pid, vpn, tier, huge),
+            Event::PageMoved { pid, vpn, to, .. } => self.on_page_moved(pid, vpn, to),
             Event::HintFault(ref f) => self.on_hint_fault(f, mech),
             Event::Timer { id: KDEMOTED_TIMER } => self.kdemoted_tick(mech),
             Event::Timer {

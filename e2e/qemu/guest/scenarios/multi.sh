@@ -80,8 +80,9 @@ multi_pid() {
     t=$(($(now_ms) - t1))
     [ $held -eq 1 ]
     check $? "the shared budget is held again after $((t / 1000)) s: A $a_n0 + B $b_n0 pages on node 0 (budget $budget pages, 5% slack)"
-    # A's hot pages on node 0 before the pressure must stay (multiclock's own reclaim,
-    # which never learns that B's pages moved behind its back, may take a few).
+    # A's hot pages on node 0 before the pressure must stay: the daemon tells the
+    # policy of B's pages found on node 0 and of its budget demotions (PageMoved), so
+    # multiclock's own reclaim takes B's idle pages, not A's (docs/e2e.md).
     place_of A
     [ "$hot_n0" -ge $((a_before * 9 / 10)) ]
     check $? "A keeps its hot set through the pressure: $hot_n0 of the $a_before hot pages it had on node 0 (>= 90%)"
