@@ -76,6 +76,9 @@ pub struct Counters {
     pub refused_migrations: u64,
     /// Hinting faults delivered.
     pub hint_faults: u64,
+    /// DAMON snapshots of a process that held no region (a kdamond just started or
+    /// restarted), not kept.
+    pub empty_snapshots: u64,
     /// Accessed-bit tests answered.
     pub young_tests: u64,
     /// DAMON kdamonds restarted after stopping while the target lived.
@@ -832,6 +835,14 @@ impl LiveMechanisms {
             let Some(p) = self.procs.get_mut(pid.0 as usize).filter(|p| !p.gone) else {
                 continue;
             };
+            // A snapshot without regions says nothing of any page. Kept, it would hide
+            // the last one that did: the budget would rank every page as unknown, by
+            // address, and take the first process's hot set (the e2e multi-pid
+            // failures, each right after the daemon restarted its kdamond).
+            if s.regions.is_empty() {
+                self.counters.empty_snapshots += 1;
+                continue;
+            }
             if !p.armed.is_empty() {
                 for r in s.regions.iter().filter(|r| r.nr_accesses > 0) {
                     let hits: Vec<(Vpn, Nanos)> = p
@@ -1503,6 +1514,29 @@ mod tests {
         assert!(told.iter().all(|&(p, vpn, from, to)| p == P0
             && vpn >= v + 8
             && (from, to) == (TierId(0), TierId(1))));
+    }
+
+    #[test]
+    fn an_empty_snapshot_does_not_hide_the_last_one() {
+        let b = Buf::new(16, &(0..16).collect::<Vec<_>>());
+        let mut m = own(Some(12), true);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        let v = b.vpn();
+        m.add_snapshots(vec![(
+            P0,
+            snap(200_000_000, &[(v, v + 8, 40), (v + 8, v + 16, 0)]),
+        )]);
+        // A kdamond restarted: its first aggregation has no region yet.
+        m.add_snapshots(vec![(P0, snap(400_000_000, &[]))]);
+        assert_eq!(m.counters.empty_snapshots, 1);
+        assert_eq!(m.enforce_budget(100), 4);
+        for i in 0..8 {
+            assert_eq!(
+                m.page(Pid(0), v + i).unwrap().tier,
+                TierId(0),
+                "hot page {i} stays"
+            );
+        }
     }
 
     #[test]

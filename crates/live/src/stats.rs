@@ -63,6 +63,8 @@ pub struct IntervalStats {
     pub damon_snapshots: u64,
     /// DAMON kdamonds restarted after stopping while the target lived.
     pub damon_restarts: u64,
+    /// DAMON snapshots of a process that held no region (not kept).
+    pub damon_empty_snapshots: u64,
     /// Regions in the newest snapshot.
     pub damon_regions: u64,
     /// move_pages(2) calls that moved pages.

@@ -892,6 +892,7 @@ fn line(mech: &LiveMechanisms, cpu0: u64) -> IntervalStats {
         allocated_pages: c.allocated_pages,
         damon_snapshots: mech.nr_snapshots,
         damon_restarts: c.damon_restarts,
+        damon_empty_snapshots: c.empty_snapshots,
         damon_regions: mech.latest_regions(),
         move_calls: c.move_calls,
         move_call_failures: c.move_call_failures,
