@@ -623,8 +623,9 @@ impl ClockCore {
     }
 
     /// Every event but the owner's kpromoted timer, handled as both MULTI-CLOCK and
-    /// Nimble handle it: allocations, moves by others and mappings feed the lists, a low watermark or a
-    /// kswapd timer runs reclaim, hinting faults feed the re-access meter.
+    /// Nimble handle it: allocations, moves by others and mappings feed the lists, a
+    /// low watermark or a kswapd timer runs reclaim, hinting faults feed the re-access
+    /// meter.
     pub fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
         match *event {
             Event::PageAlloc {
