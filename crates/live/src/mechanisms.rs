@@ -1348,6 +1348,12 @@ mod tests {
         assert_eq!(m.counters.dry_run_pages, 2);
         assert_eq!(m.counters.move_calls, 0, "dry run never calls move_pages");
         assert_eq!(m.counters.refused_migrations, 4);
+        // The next query shows the real tiers, and the policy is told that the page it
+        // decided to demote is still fast (the one it decided to promote really is on
+        // the fast node: nothing to tell).
+        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert_eq!(r.moved, vec![(v, TierId(1), TierId(0))]);
+        assert_eq!(m.tier_pages(), [3, 0]);
     }
 
     #[test]
