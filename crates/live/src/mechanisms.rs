@@ -147,9 +147,6 @@ pub struct Refresh {
     pub munmaps: Vec<(Vpn, u64)>,
     /// Pages present now that were not before.
     pub allocs: Vec<(Vpn, TierId)>,
-    /// Pages found on another tier than the cache had them on, moved by someone else
-    /// (the application, an operator, the kernel): `(vpn, from, to)`.
-    pub moved: Vec<(Vpn, TierId, TierId)>,
 }
 
 /// `a \ b` for sorted, disjoint half-open ranges.
@@ -295,10 +292,11 @@ pub struct LiveMechanisms {
     /// changed since the daemon last applied them to its sampler.
     sample_periods: [u64; 2],
     periods_changed: bool,
-    /// Tier changes the policy has not been told of, `(pid, vpn, from, to)`: the
-    /// daemon's budget demotions, and moves of the policy's that were given up after
-    /// its `migrate` call had returned `Ok`. The daemon hands them to the policy as
-    /// [`Event::PageMoved`] ([`LiveMechanisms::take_unseen_moves`]).
+    /// Tier changes the policy has not been told of, `(pid, vpn, from, to)`: pages a
+    /// placement query found elsewhere than the cache had them (moved by someone
+    /// else), the daemon's budget demotions, and moves of the policy's that were given
+    /// up after its `migrate` call had returned `Ok`. The daemon hands them to the
+    /// policy as [`Event::PageMoved`] ([`LiveMechanisms::take_unseen_moves`]).
     unseen_moves: Vec<(Pid, Vpn, TierId, TierId)>,
 }
 
@@ -543,7 +541,6 @@ impl LiveMechanisms {
                 .map(|(s, e)| (s, e - s))
                 .collect(),
             allocs: Vec::new(),
-            moved: Vec::new(),
         };
         // Only pages pagemap shows mapped are asked for their node: a reserved but
         // untouched mapping (a heap arena, a large MAP_NORESERVE region) costs a page
@@ -578,6 +575,7 @@ impl LiveMechanisms {
             })
             .collect();
         let mut caches = Vec::with_capacity(new.len());
+        let mut moved = Vec::new();
         let mut k = 0;
         for &(s, e) in &new {
             let mut tiers = Vec::with_capacity((e - s) as usize);
@@ -597,7 +595,7 @@ impl LiveMechanisms {
                 if actual <= 1 && before == NOT_PRESENT {
                     r.allocs.push((vpn, TierId(actual)));
                 } else if t <= 1 && before <= 1 && t != before {
-                    r.moved.push((vpn, TierId(before), TierId(t)));
+                    moved.push((pid, vpn, TierId(before), TierId(t)));
                 }
                 tiers.push(t);
             }
@@ -628,6 +626,7 @@ impl LiveMechanisms {
             }
         }
         self.counters.allocated_pages += r.allocs.len() as u64;
+        self.unseen_moves.extend(moved);
         Ok(r)
     }
 
@@ -752,9 +751,9 @@ impl LiveMechanisms {
     }
 
     /// The tier changes the policy has not been told of since the last call, oldest
-    /// first: budget demotions queued, and moves given up (the page is back where it
-    /// was, or found elsewhere). Pages found moved by others come with the refresh
-    /// instead ([`Refresh::moved`]).
+    /// first: pages a placement query found elsewhere than the cache had them (moved
+    /// by the application, an operator, the kernel), budget demotions queued, and
+    /// moves given up (the page is back where it was, or found elsewhere).
     pub fn take_unseen_moves(&mut self) -> Vec<(Pid, Vpn, TierId, TierId)> {
         std::mem::take(&mut self.unseen_moves)
     }
@@ -1351,8 +1350,8 @@ mod tests {
         // The next query shows the real tiers, and the policy is told that the page it
         // decided to demote is still fast (the one it decided to promote really is on
         // the fast node: nothing to tell).
-        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
-        assert_eq!(r.moved, vec![(v, TierId(1), TierId(0))]);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert_eq!(m.take_unseen_moves(), vec![(P0, v, TierId(1), TierId(0))]);
         assert_eq!(m.tier_pages(), [3, 0]);
     }
 
@@ -1389,24 +1388,28 @@ mod tests {
         let mut m = own(None, true);
         let r = m.refresh_placement(P0, &[b.range()]).unwrap();
         assert_eq!(r.allocs.len(), 3);
-        assert!(r.moved.is_empty());
+        assert!(m.take_unseen_moves().is_empty());
         // A move the policy asked for and the mover has not made yet is the policy's
         // view, not a move by someone else.
         let v = b.vpn();
         assert_eq!(m.migrate(P0, v, TierId(1), MigrateMode::Async), Ok(()));
-        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
-        assert!(r.moved.is_empty(), "{:?}", r.moved);
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        let told = m.take_unseen_moves();
+        assert!(told.is_empty(), "{told:?}");
         // Node 0 now stands for the slow tier: to the cache, every other present page
         // was moved there by someone else (the queued one is where its move goes).
         m.setup.nodes = [1, 0];
         let r = m.refresh_placement(P0, &[b.range()]).unwrap();
         assert_eq!(
-            r.moved,
-            vec![(v + 1, TierId(0), TierId(1)), (v + 2, TierId(0), TierId(1))]
+            m.take_unseen_moves(),
+            vec![
+                (P0, v + 1, TierId(0), TierId(1)),
+                (P0, v + 2, TierId(0), TierId(1))
+            ]
         );
         assert!(r.allocs.is_empty());
-        let r = m.refresh_placement(P0, &[b.range()]).unwrap();
-        assert!(r.moved.is_empty(), "reported once");
+        m.refresh_placement(P0, &[b.range()]).unwrap();
+        assert!(m.take_unseen_moves().is_empty(), "reported once");
     }
 
     #[test]

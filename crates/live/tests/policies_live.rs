@@ -157,18 +157,11 @@ fn drive_with(
         }
         m.set_time(Some(t));
         if daemon_refresh && t % (1000 * MS) == 0 {
-            let r = m
-                .refresh_placement(me, &[(p as u64, p as u64 + len as u64)])
+            m.refresh_placement(me, &[(p as u64, p as u64 + len as u64)])
                 .unwrap();
-            for (vpn, from, to) in r.moved {
+            for (pid, vpn, from, to) in m.take_unseen_moves() {
                 if wants_moves {
-                    let ev = Event::PageMoved {
-                        pid: me,
-                        vpn,
-                        from,
-                        to,
-                    };
-                    pol.on_event(&ev, &mut m);
+                    pol.on_event(&Event::PageMoved { pid, vpn, from, to }, &mut m);
                     moved_events += 1;
                 }
             }

@@ -822,9 +822,6 @@ fn refresh(
                     mech,
                 );
             }
-            for &(vpn, from, to) in &r.moved {
-                policy.on_event(&Event::PageMoved { pid, vpn, from, to }, mech);
-            }
         }
         mech.set_time(None);
         out.push((os_pid, ranges));
@@ -841,8 +838,9 @@ fn refresh(
     if !needs_damon || mech.has_snapshot() {
         mech.enforce_budget(budget_per_interval);
     }
-    // Before the watermark: a policy that reclaims on it must know which of its fast
-    // pages the budget already took (else it takes the pages it keeps instead).
+    // Pages the queries found moved by others, then the budget's demotions. Before the
+    // watermark: a policy that reclaims on it must know which of its fast pages the
+    // budget already took (else it takes the pages it keeps instead).
     tell_unseen_moves(mech, policy, wants_alloc);
     if mech.free_pages(TierId::FAST) < mech.watermarks(TierId::FAST).low {
         policy.on_event(&Event::LowWatermark { tier: TierId::FAST }, mech);
