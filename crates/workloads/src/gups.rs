@@ -143,6 +143,9 @@ pub struct Gups {
 struct Restriction {
     sampler: RegionSampler,
     kept: KeptElements,
+    /// Kept elements before the hot range: the hot range's first kept one is `nth`
+    /// of this.
+    kept_before_hot: u64,
     kept_hot: u64,
     kept_all: u64,
     /// Probability that one update of the full stream lands in a kept region.
@@ -291,6 +294,7 @@ impl Workload for Gups {
         let q = from_hot + (1.0 - p) * kept_all as f64 / self.nr_elements as f64;
         self.restricted = Some(Restriction {
             sampler: *sampler,
+            kept_before_hot: kept.rank(h0),
             kept,
             kept_hot,
             kept_all,
@@ -330,9 +334,9 @@ impl Gups {
             t.updates_left -= skip;
             let element = if unit_f64(&mut t.rng) < r.hot_given_kept {
                 r.kept
-                    .nth_from(self.hot_first_element, below(&mut t.rng, r.kept_hot))
+                    .nth(r.kept_before_hot + below(&mut t.rng, r.kept_hot))
             } else {
-                r.kept.nth_from(0, below(&mut t.rng, r.kept_all))
+                r.kept.nth(below(&mut t.rng, r.kept_all))
             };
             let addr = base + element * ELEMENT_BYTES;
             out.push(Op::Access {

@@ -418,7 +418,7 @@ impl Pmbench {
                 Some(table) => table.sample(&mut t.rng) as u64,
                 None => below(&mut t.rng, r.nr_kept),
             };
-            let page = r.kept.nth_from(0, i);
+            let page = r.kept.nth(i);
             out.push(Op::Access {
                 addr: base + page * PAGE_SIZE + offset,
                 write: !self.read.sample(&mut t.rng),
