@@ -42,6 +42,7 @@ use tierkit_core::{
 };
 
 use crate::common::{self, below};
+use crate::kept::{skip_to_kept, KeptElements};
 use crate::layout::{Layout, Mapping};
 use crate::{thread_rng, BATCH_OPS};
 
@@ -145,6 +146,17 @@ pub struct HotShift {
     nr_threads: u32,
     mlp: f64,
     threads: Vec<ThreadState>,
+    /// Set by [`Workload::restrict_to`]: per thread and position, the region's kept
+    /// cache lines, to draw only the sampled accesses.
+    restricted: Option<Vec<Vec<KeptLines>>>,
+}
+
+/// The kept cache lines of one region, and the chance that a uniform draw over the
+/// region lands on one.
+#[derive(Debug, Clone)]
+struct KeptLines {
+    lines: KeptElements,
+    q: f64,
 }
 
 impl HotShift {
@@ -186,6 +198,7 @@ impl HotShift {
             nr_threads: cfg.nr_threads,
             mlp: cfg.mlp,
             threads,
+            restricted: None,
         }
     }
 
@@ -233,6 +246,9 @@ impl Workload for HotShift {
         if process != 0 || thread >= self.threads.len() {
             return;
         }
+        if self.restricted.is_some() {
+            return self.fill_restricted(thread, out);
+        }
         out.reserve(BATCH_OPS);
         let t = &mut self.threads[thread];
         while out.len() < BATCH_OPS && t.interval < self.nr_intervals {
@@ -255,8 +271,63 @@ impl Workload for HotShift {
         }
     }
 
+    fn restrict_to(&mut self, sampler: &tierkit_core::RegionSampler) -> bool {
+        let kept = self
+            .regions
+            .iter()
+            .map(|positions| {
+                positions
+                    .iter()
+                    .map(|&m| {
+                        let lines = KeptElements::new(sampler, 0, m, CACHE_LINE);
+                        let q = lines.len() as f64 / self.lines_per_region as f64;
+                        KeptLines { lines, q }
+                    })
+                    .collect()
+            })
+            .collect();
+        self.restricted = Some(kept);
+        true
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
+        if self.restricted.is_some() {
+            return None;
+        }
         Some(u64::from(self.nr_threads) * self.nr_intervals * self.interval_accesses)
+    }
+}
+
+impl HotShift {
+    /// [`Workload::fill`] of a restricted hot-shift: the full stream's law with the
+    /// unsampled accesses left out. Within an interval, a geometric skip jumps over
+    /// the draws that land on dropped lines (they still count towards the interval's
+    /// accesses), then a kept line of the region is drawn uniformly.
+    fn fill_restricted(&mut self, thread: usize, out: &mut Vec<Op>) {
+        let kept = &self.restricted.as_ref().expect("restricted")[thread];
+        let t = &mut self.threads[thread];
+        out.reserve(BATCH_OPS);
+        while out.len() < BATCH_OPS && t.interval < self.nr_intervals {
+            if t.left_in_interval == 0 {
+                t.interval += 1;
+                t.left_in_interval = self.interval_accesses;
+                continue;
+            }
+            let position = (t.interval % self.nr_positions) as usize;
+            let region = &kept[position];
+            let skip = skip_to_kept(&mut t.rng, region.q);
+            if skip > t.left_in_interval {
+                t.left_in_interval = 0;
+                continue;
+            }
+            t.left_in_interval -= skip;
+            let line = region.lines.nth(below(&mut t.rng, region.lines.len()));
+            out.push(Op::Access {
+                addr: self.regions[thread][position].addr + line * CACHE_LINE,
+                write: !self.read.sample(&mut t.rng),
+                gap_ns: self.gap_ns,
+            });
+        }
     }
 }
 
@@ -274,6 +345,23 @@ mod tests {
             interval_accesses,
             nr_threads,
             ..HotShiftConfig::default()
+        }
+    }
+
+    #[test]
+    fn restricted_generation_keeps_the_filtered_law() {
+        use tierkit_core::{RegionSampler, SampleStrata, SpaceScale};
+        // Regions of 8 MiB (4 huge regions): at 1/4 by address a region keeps 0-2 of
+        // them; by mapping exactly one, and a partial tail page by page.
+        let cfg = HotShiftConfig {
+            footprint_mib: 2 * 15 * 8 + 2,
+            read_ratio: 0.7,
+            gap_ns: 200,
+            ..small(2, 40_000)
+        };
+        for strata in [SampleStrata::Address, SampleStrata::Mapping] {
+            let sampler = RegionSampler::new(SpaceScale::new(1.0 / 4.0), 3).with_strata(strata);
+            crate::testutil::check_restricted(&|| Box::new(HotShift::new(&cfg, 9)), &sampler, 0.02);
         }
     }
 

@@ -31,12 +31,14 @@ pub struct KeptElements {
     runs: Vec<(u64, u64)>,
     /// `prefix[j]`: kept elements in runs before run `j`; one more entry than `runs`.
     prefix: Vec<u64>,
-    /// `bucket_run[b]`: the run holding kept elements `b << bucket_shift` up to the
-    /// next bucket, so that [`nth`](Self::nth) finds a run with one load instead of a
-    /// binary search (a dependent load per step: a quarter of a sampled GUPS run's
-    /// time). A bucket is one region's worth of elements; a mapping starts on a
-    /// region, so every run but the last spans whole regions and no bucket straddles
-    /// two runs.
+    /// `bucket_run[b]`: the run holding kept element `b << bucket_shift`, so that
+    /// [`nth`](Self::nth) finds a run with a load and a short forward step instead of
+    /// a binary search (a dependent load per step: a quarter of a sampled GUPS run's
+    /// time). A bucket is one region's worth of elements. A mapping starts on a
+    /// region, so where whole regions are kept every run but the last spans whole
+    /// regions and a bucket lies in one run; only the page-sampled tail of a mapping
+    /// sampled by mapping has runs of one page, a bucket then meeting up to
+    /// 512 / N of them.
     bucket_run: Vec<u32>,
     /// log2 of the elements in a bucket.
     bucket_shift: u32,
@@ -44,37 +46,67 @@ pub struct KeptElements {
 
 impl KeptElements {
     /// The kept elements of `mapping` in process `pid`, in units of `element_bytes`
-    /// (a power of two at most 2 MiB).
+    /// (a power of two at most 2 MiB, at most a page under strata by mapping, whose
+    /// units can be single pages).
     pub fn new(
         sampler: &RegionSampler,
         pid: u32,
         mapping: Mapping,
         element_bytes: u64,
     ) -> KeptElements {
+        let unit_max = if sampler.by_mapping() {
+            PAGE_SIZE
+        } else {
+            HUGE_PAGE_SIZE
+        };
         assert!(
-            element_bytes.is_power_of_two() && element_bytes <= HUGE_PAGE_SIZE,
-            "element size {element_bytes} must be a power of two up to 2 MiB"
+            element_bytes.is_power_of_two() && element_bytes <= unit_max,
+            "element size {element_bytes} must be a power of two up to {unit_max} bytes"
+        );
+        assert!(
+            mapping.addr.is_multiple_of(HUGE_PAGE_SIZE),
+            "a mapping starts on a 2 MiB region"
         );
         let nr_elements = mapping.len / element_bytes;
         let mut runs: Vec<(u64, u64)> = Vec::new();
-        let first_region = mapping.addr >> HUGE_PAGE_SHIFT;
-        let last_region = (mapping.end() - 1) >> HUGE_PAGE_SHIFT;
-        for region in first_region..=last_region {
-            if !sampler.keeps_region(pid, region) {
-                continue;
-            }
-            let lo = (region << HUGE_PAGE_SHIFT).max(mapping.addr);
-            let hi = ((region + 1) << HUGE_PAGE_SHIFT).min(mapping.end());
+        // Add the kept bytes [lo, hi) of the mapping.
+        let mut keep = |lo: u64, hi: u64| {
             let (a, b) = (
                 (lo - mapping.addr) / element_bytes,
                 ((hi - mapping.addr) / element_bytes).min(nr_elements),
             );
             if a >= b {
-                continue;
+                return;
             }
             match runs.last_mut() {
                 Some(last) if last.1 == a => last.1 = b,
                 _ => runs.push((a, b)),
+            }
+        };
+        if sampler.by_mapping() {
+            // The mapping's own strata decide, unit by unit (a region, or a page of
+            // its page-sampled tail).
+            let (start, end) = (mapping.addr / PAGE_SIZE, mapping.end() / PAGE_SIZE);
+            let strata = sampler.strata_of(start, end - start);
+            let mut vpn = start;
+            while vpn < end {
+                let (kept, next) = sampler.unit_at(pid, &strata, vpn);
+                let next = next.min(end);
+                if kept {
+                    keep(vpn * PAGE_SIZE, next * PAGE_SIZE);
+                }
+                vpn = next;
+            }
+        } else {
+            let first_region = mapping.addr >> HUGE_PAGE_SHIFT;
+            let last_region = (mapping.end() - 1) >> HUGE_PAGE_SHIFT;
+            for region in first_region..=last_region {
+                if sampler.keeps_region(pid, region) {
+                    keep(
+                        (region << HUGE_PAGE_SHIFT).max(mapping.addr),
+                        ((region + 1) << HUGE_PAGE_SHIFT).min(mapping.end()),
+                    );
+                }
             }
         }
         let mut prefix = Vec::with_capacity(runs.len() + 1);
@@ -85,10 +117,6 @@ impl KeptElements {
             prefix.push(total);
         }
         let bucket_shift = (HUGE_PAGE_SIZE / element_bytes).trailing_zeros();
-        assert!(
-            mapping.addr.is_multiple_of(HUGE_PAGE_SIZE),
-            "a mapping starts on a 2 MiB region"
-        );
         let buckets = total.div_ceil(1 << bucket_shift);
         let bucket_run = (0..buckets)
             .map(|b| (prefix.partition_point(|&p| p <= b << bucket_shift) - 1) as u32)
@@ -124,9 +152,21 @@ impl KeptElements {
     /// If the mapping has at most `target` kept elements.
     #[inline]
     pub fn nth(&self, target: u64) -> u64 {
-        let j = self.bucket_run[(target >> self.bucket_shift) as usize] as usize;
-        debug_assert!(self.prefix[j] <= target && target < self.prefix[j + 1]);
+        let mut j = self.bucket_run[(target >> self.bucket_shift) as usize] as usize;
+        while self.prefix[j + 1] <= target {
+            j += 1;
+        }
         self.runs[j].0 + (target - self.prefix[j])
+    }
+
+    /// How many elements are kept.
+    pub fn len(&self) -> u64 {
+        *self.prefix.last().expect("prefix has a first entry")
+    }
+
+    /// True when no element is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The kept runs `(first, end)`, in index order.
@@ -289,25 +329,35 @@ mod tests {
     }
 
     /// `nth`'s bucket index agrees with the runs for every kept element, with elements
-    /// from 64 bytes to a region and runs of one to several regions, the last partial
-    /// (a bucket straddling two runs would fail the `debug_assert` in `nth` or the
-    /// comparison).
+    /// from 64 bytes to a region, runs of one to several regions, the last partial,
+    /// and (by mapping) the page-sampled tail's runs of one page, several to a bucket.
     #[test]
     fn nth_finds_every_kept_element_of_many_runs() {
-        let sampler = RegionSampler::new(SpaceScale::new(1.0 / 2.0), 3);
+        let by_address = RegionSampler::new(SpaceScale::new(1.0 / 2.0), 3);
+        let by_mapping = RegionSampler::new(SpaceScale::new(1.0 / 4.0), 3)
+            .with_strata(tierkit_core::SampleStrata::Mapping);
         let mut layout = Layout::new();
         let m = layout.map(61 * HUGE_PAGE_SIZE + 3 * PAGE_SIZE, VmaKind::Anon);
-        for element_bytes in [64, PAGE_SIZE, HUGE_PAGE_SIZE] {
+        for (sampler, element_bytes) in [
+            (by_address, 64),
+            (by_address, PAGE_SIZE),
+            (by_address, HUGE_PAGE_SIZE),
+            (by_mapping, 64),
+            (by_mapping, PAGE_SIZE),
+        ] {
             let k = KeptElements::new(&sampler, 2, m, element_bytes);
             assert!(k.runs().len() > 5, "{} runs", k.runs().len());
             let kept: Vec<u64> = k.runs().iter().flat_map(|&(a, b)| a..b).collect();
             let n = m.len / element_bytes;
+            let mut stream = tierkit_core::StreamSampler::new(sampler);
+            stream.observe(2, &m.mmap_op());
             assert_eq!(
                 kept,
                 (0..n)
-                    .filter(|&i| sampler.keeps(2, m.addr + i * element_bytes))
+                    .filter(|&i| stream.keeps(2, m.addr + i * element_bytes))
                     .collect::<Vec<u64>>()
             );
+            assert_eq!(k.len(), kept.len() as u64);
             for (t, &x) in kept.iter().enumerate() {
                 assert_eq!(k.nth(t as u64), x);
             }
