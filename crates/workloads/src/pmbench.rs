@@ -15,7 +15,18 @@
 //!
 //! Within the chosen page, the byte offset advances by `stride_bytes` per access of
 //! the thread, wrapping at the page end, so successive accesses walk through a page's
-//! lines as pmbench's stride option does instead of always hitting line 0.
+//! lines instead of always hitting line 0.
+//!
+//! Two options model how Chrono (EuroSys'25 §5.1.1) ran pmbench: 50 tasks with 5 GB
+//! private working sets, `stride` 2, so that "each 2 MB huge page has only half of its
+//! 4 KB regions accessed":
+//!
+//! - **`page_stride`** (default 1): the measured accesses land only on every
+//!   `page_stride`-th page; the distribution is drawn over those pages (its *slots*)
+//!   as it would be over all pages. Init still writes every page.
+//! - **`private_maps`** (default false): each thread draws only within its own share
+//!   of the region, the one it initialises, as a pmbench task does in its private map;
+//!   by default all threads share the one region and sample all of it.
 //!
 //! Stream of each thread:
 //! 1. **init**: one write per 4 KiB page of the thread's contiguous share of the
@@ -23,8 +34,6 @@
 //! 2. **accesses**: its share of `nr_accesses`, each a read with probability
 //!    `read_ratio` (else a write), after `delay_ns` of compute. pmbench's `-d`
 //!    delay counts busy-loop iterations; here it is given directly in simulated ns.
-//!
-//! All threads share the one region and sample all of it.
 
 use rand::distributions::{Bernoulli, Distribution};
 use rand_distr::StandardNormal;
@@ -76,6 +85,12 @@ pub struct PmbenchConfig {
     pub scale: f64,
     /// Number of threads. Default 1.
     pub nr_threads: u32,
+    /// Measured accesses land only on every `page_stride`-th page of a thread's
+    /// range, in [1, 512]. Default 1 (every page). Chrono's pmbench runs use 2.
+    pub page_stride: u64,
+    /// Each thread draws only within its own share of the region (pmbench tasks
+    /// with private maps) instead of over all of it. Default false.
+    pub private_maps: bool,
     /// Memory-level parallelism. Default 1.0: pmbench times every access
     /// individually (a serialising timestamp read around each), so its misses never
     /// overlap.
@@ -94,6 +109,8 @@ impl Default for PmbenchConfig {
             delay_ns: 0,
             scale: 1.0,
             nr_threads: 1,
+            page_stride: 1,
+            private_maps: false,
             mlp: 1.0,
         }
     }
@@ -112,14 +129,31 @@ impl PmbenchConfig {
             .into());
         }
         common::check_unit(NAME, "read_ratio", self.read_ratio)?;
+        if !(1..=MAX_PAGE_STRIDE).contains(&self.page_stride) {
+            return Err(format!(
+                "{NAME}.page_stride must be in [1, {MAX_PAGE_STRIDE}] pages, got {}",
+                self.page_stride
+            )
+            .into());
+        }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
-        common::check_footprint(
-            NAME,
-            "footprint_mib",
-            self.footprint_mib as f64 * self.scale * (1u64 << 20) as f64,
-        )
+        let bytes = self.footprint_mib as f64 * self.scale * (1u64 << 20) as f64;
+        common::check_footprint(NAME, "footprint_mib", bytes)?;
+        if self.private_maps && bytes / (PAGE_SIZE as f64) < self.nr_threads as f64 {
+            return Err(format!(
+                "{NAME}.private_maps gives each of the {} threads its own share of the \
+                 region, which needs at least one page per thread; raise footprint_mib or \
+                 lower nr_threads",
+                self.nr_threads
+            )
+            .into());
+        }
+        Ok(())
     }
 }
+
+/// The largest `page_stride`: one huge page.
+const MAX_PAGE_STRIDE: u64 = 512;
 
 /// Fold an integer page index into `[0, n)` by reflecting at both edges:
 /// `-1 → 0`, `n → n - 1`, `n + 1 → n - 2`, … (period `2n`).
@@ -149,8 +183,10 @@ pub struct Pmbench {
     region: Mapping,
     pages: u64,
     pattern: PmbenchPattern,
-    centre_page: f64,
-    stddev_pages: f64,
+    /// What each thread draws its pages from: one shared domain, or one per thread
+    /// with `private_maps`.
+    domains: Vec<Domain>,
+    page_stride: u64,
     stride_bytes: u64,
     read: Bernoulli,
     delay_ns: u32,
@@ -161,15 +197,45 @@ pub struct Pmbench {
     /// Process id the instance runs as (the sampler's `pid`).
     process: usize,
     /// Set by [`Workload::restrict_to`]: generate only the sampled regions.
-    restricted: Option<Restriction>,
+    restricted: Option<Restricted>,
 }
 
-/// What a sampled pmbench needs to draw kept accesses directly (see [`crate::kept`]).
+/// A sampled pmbench: its sampler (for the init writes) and one [`Restriction`] per
+/// domain.
+#[derive(Debug, Clone)]
+struct Restricted {
+    sampler: RegionSampler,
+    domains: Vec<Restriction>,
+}
+
+/// The pages a thread's measured accesses are drawn over: `slots` pages starting at
+/// page `first`, `page_stride` apart; `normal_ih` centres on the middle slot.
+#[derive(Debug, Clone)]
+struct Domain {
+    first: u64,
+    slots: u64,
+    centre: f64,
+    stddev: f64,
+}
+
+impl Domain {
+    fn new(first: u64, pages: u64, page_stride: u64, stddev_fraction: f64) -> Domain {
+        let slots = pages.div_ceil(page_stride);
+        Domain {
+            first,
+            slots,
+            centre: slots as f64 / 2.0,
+            stddev: stddev_fraction * slots as f64,
+        }
+    }
+}
+
+/// What a sampled pmbench needs to draw one domain's kept accesses directly (see
+/// [`crate::kept`]).
 #[derive(Debug, Clone)]
 struct Restriction {
-    sampler: RegionSampler,
-    kept: KeptElements,
-    nr_kept: u64,
+    /// The domain's slots whose region is kept, as page indices in address order.
+    kept_pages: Vec<u64>,
     /// `normal_ih`: draws the `i`-th kept page by its probability (`None` for
     /// `uniform`, where every kept page is equally likely).
     table: Option<AliasTable>,
@@ -201,6 +267,16 @@ impl Pmbench {
         let region = Layout::new().map(bytes, VmaKind::Anon);
         let pages = region.len / PAGE_SIZE;
         let nr_accesses = common::scaled(cfg.nr_accesses, cfg.scale);
+        let domains = if cfg.private_maps {
+            (0..cfg.nr_threads as usize)
+                .map(|t| {
+                    let (lo, hi) = common::share(pages, cfg.nr_threads, t);
+                    Domain::new(lo, hi - lo, cfg.page_stride, cfg.stddev_fraction)
+                })
+                .collect()
+        } else {
+            vec![Domain::new(0, pages, cfg.page_stride, cfg.stddev_fraction)]
+        };
         let threads = (0..cfg.nr_threads as usize)
             .map(|t| {
                 let (init_next, init_end) = common::share(pages, cfg.nr_threads, t);
@@ -218,8 +294,8 @@ impl Pmbench {
             region,
             pages,
             pattern: cfg.pattern,
-            centre_page: pages as f64 / 2.0,
-            stddev_pages: cfg.stddev_fraction * pages as f64,
+            domains,
+            page_stride: cfg.page_stride,
             stride_bytes: cfg.stride_bytes,
             read: Bernoulli::new(cfg.read_ratio).expect("validated probability"),
             delay_ns: cfg.delay_ns,
@@ -237,9 +313,19 @@ impl Pmbench {
         self.region
     }
 
-    /// Centre and standard deviation of the `normal_ih` pattern, in pages.
+    /// Centre and standard deviation of thread 0's `normal_ih` pattern, in slots
+    /// (pages when `page_stride` is 1) from the first page of its range.
     pub fn normal_params_pages(&self) -> (f64, f64) {
-        (self.centre_page, self.stddev_pages)
+        (self.domains[0].centre, self.domains[0].stddev)
+    }
+
+    /// The domain thread `thread` draws from.
+    fn domain_of(&self, thread: usize) -> usize {
+        if self.domains.len() == 1 {
+            0
+        } else {
+            thread
+        }
     }
 }
 
@@ -274,27 +360,42 @@ impl Workload for Pmbench {
             return false;
         }
         let kept = KeptElements::new(sampler, self.process as u32, self.region, PAGE_SIZE);
-        let nr_kept = kept.count_in(0, self.pages);
-        let (table, q) = match self.pattern {
-            PmbenchPattern::Uniform => (None, nr_kept as f64 / self.pages as f64),
-            PmbenchPattern::NormalIh => {
-                let weights: Vec<f64> = kept
+        let domains = self
+            .domains
+            .iter()
+            .map(|d| {
+                // The domain's slots in kept regions, in address order.
+                let end = (d.first + d.slots * self.page_stride).min(self.pages);
+                let kept_pages: Vec<u64> = kept
                     .runs()
                     .iter()
-                    .flat_map(|&(a, b)| a..b)
-                    .map(|page| self.normal_ih_probability(page))
+                    .flat_map(|&(a, b)| a.max(d.first)..b.min(end))
+                    .filter(|page| (page - d.first) % self.page_stride == 0)
                     .collect();
-                let table = AliasTable::new(&weights);
-                let q = table.as_ref().map_or(0.0, AliasTable::total);
-                (table, q)
-            }
-        };
-        self.restricted = Some(Restriction {
+                let (table, q) = match self.pattern {
+                    PmbenchPattern::Uniform => (None, kept_pages.len() as f64 / d.slots as f64),
+                    PmbenchPattern::NormalIh => {
+                        let weights: Vec<f64> = kept_pages
+                            .iter()
+                            .map(|&page| {
+                                normal_ih_probability(d, (page - d.first) / self.page_stride)
+                            })
+                            .collect();
+                        let table = AliasTable::new(&weights);
+                        let q = table.as_ref().map_or(0.0, AliasTable::total);
+                        (table, q)
+                    }
+                };
+                Restriction {
+                    kept_pages,
+                    table,
+                    q,
+                }
+            })
+            .collect();
+        self.restricted = Some(Restricted {
             sampler: *sampler,
-            kept,
-            nr_kept,
-            table,
-            q,
+            domains,
         });
         true
     }
@@ -339,6 +440,7 @@ impl Pmbench {
         }
         out.reserve(BATCH_OPS);
         let base = self.region.addr;
+        let d = &self.domains[self.domain_of(thread)];
         let t = &mut self.threads[thread];
 
         // Init: sequential first touch, one write per page.
@@ -355,15 +457,16 @@ impl Pmbench {
         // Measured accesses in the rest of the batch.
         let n = t.accesses_left.min((BATCH_OPS - out.len()) as u64);
         for _ in 0..n {
-            let page = match self.pattern {
-                PmbenchPattern::Uniform => below(&mut t.rng, self.pages),
+            let slot = match self.pattern {
+                PmbenchPattern::Uniform => below(&mut t.rng, d.slots),
                 PmbenchPattern::NormalIh => {
                     let z: f64 = StandardNormal.sample(&mut t.rng);
                     // `as i64` saturates, and reflect handles any i64.
-                    let x = (self.centre_page + self.stddev_pages * z).floor() as i64;
-                    reflect(x, self.pages)
+                    let x = (d.centre + d.stddev * z).floor() as i64;
+                    reflect(x, d.slots)
                 }
             };
+            let page = d.first + slot * self.page_stride;
             out.push(Op::Access {
                 addr: base + page * PAGE_SIZE + t.offset,
                 write: !self.read.sample(&mut t.rng),
@@ -377,34 +480,27 @@ impl Pmbench {
         t.accesses_left -= n;
     }
 
-    /// `normal_ih`'s probability of `page`: the Gaussian's mass over every integer
-    /// index that [`reflect`] folds onto `page` (period `2 · pages`).
-    fn normal_ih_probability(&self, page: u64) -> f64 {
-        let (c, s, n) = (self.centre_page, self.stddev_pages, self.pages as f64);
-        // Mass of floor(c + s·z) = j, i.e. z in [(j - c)/s, (j + 1 - c)/s).
-        let mass = |j: f64| normal_mass((j - c) / s, (j + 1.0 - c) / s);
-        // Folds beyond 8 periods each side lie more than 16 standard deviations away
-        // (the stddev is at most the region).
-        (-8..=8)
-            .map(|m| {
-                let shift = 2.0 * n * m as f64;
-                mass(shift + page as f64) + mass(shift + 2.0 * n - 1.0 - page as f64)
-            })
-            .sum()
-    }
-
     /// [`Pmbench::fill_thread`] of a restricted instance: the full stream's law with
     /// the unsampled regions' accesses left out. Init writes only kept pages; the
     /// measured accesses jump over the dropped ones by a geometric skip (the in-page
     /// offset advances for every skipped access, as in the full stream), then draw a
     /// kept page with its probability conditioned on being kept.
     fn fill_restricted(&mut self, thread: usize, out: &mut Vec<Op>) {
-        let r = self.restricted.as_ref().expect("restricted");
+        let domain = self.domain_of(thread);
+        let restricted = self.restricted.as_ref().expect("restricted");
+        let r = &restricted.domains[domain];
         let base = self.region.addr;
         let pid = self.process as u32;
         let t = &mut self.threads[thread];
         out.reserve(BATCH_OPS);
-        push_kept_page_writes(&r.sampler, pid, base, &mut t.init_next, t.init_end, out);
+        push_kept_page_writes(
+            &restricted.sampler,
+            pid,
+            base,
+            &mut t.init_next,
+            t.init_end,
+            out,
+        );
         while t.accesses_left > 0 && out.len() < BATCH_OPS {
             let skip = skip_to_kept(&mut t.rng, r.q);
             if skip > t.accesses_left {
@@ -416,9 +512,9 @@ impl Pmbench {
             let offset = (t.offset + ((skip - 1) % PAGE_SIZE) * self.stride_bytes) % PAGE_SIZE;
             let i = match &r.table {
                 Some(table) => table.sample(&mut t.rng) as u64,
-                None => below(&mut t.rng, r.nr_kept),
+                None => below(&mut t.rng, r.kept_pages.len() as u64),
             };
-            let page = r.kept.nth(i);
+            let page = r.kept_pages[i as usize];
             out.push(Op::Access {
                 addr: base + page * PAGE_SIZE + offset,
                 write: !self.read.sample(&mut t.rng),
@@ -427,6 +523,22 @@ impl Pmbench {
             t.offset = (offset + self.stride_bytes) % PAGE_SIZE;
         }
     }
+}
+
+/// `normal_ih`'s probability of slot `slot` of domain `d`: the Gaussian's mass over
+/// every integer index that [`reflect`] folds onto it (period `2 · slots`).
+fn normal_ih_probability(d: &Domain, slot: u64) -> f64 {
+    let (c, s, n) = (d.centre, d.stddev, d.slots as f64);
+    // Mass of floor(c + s·z) = j, i.e. z in [(j - c)/s, (j + 1 - c)/s).
+    let mass = |j: f64| normal_mass((j - c) / s, (j + 1.0 - c) / s);
+    // Folds beyond 8 periods each side lie more than 16 standard deviations away
+    // (the stddev is at most the domain).
+    (-8..=8)
+        .map(|m| {
+            let shift = 2.0 * n * m as f64;
+            mass(shift + slot as f64) + mass(shift + 2.0 * n - 1.0 - slot as f64)
+        })
+        .sum()
 }
 
 /// P(a <= Z < b) for a standard normal Z, accurate in both tails (complementary
@@ -587,6 +699,96 @@ mod tests {
     }
 
     #[test]
+    fn page_stride_draws_over_every_nth_page_and_init_still_writes_all() {
+        let cfg = PmbenchConfig {
+            page_stride: 2,
+            ..small(64, 1_000_000, 1)
+        };
+        let mut w = Pmbench::new(&cfg, 3);
+        let (centre, sd) = w.normal_params_pages();
+        assert_eq!((centre, sd), (4096.0, 1024.0), "slots, not pages");
+        let base = w.region().addr;
+        let pages = w.pages;
+        let d = drain(&mut w);
+        let all: Vec<(u64, bool, u32)> = accesses(&d.streams[0][0]).collect();
+        let init: Vec<u64> = all[..pages as usize].iter().map(|a| a.0).collect();
+        let expect: Vec<u64> = (0..pages).map(|p| base + p * PAGE_SIZE).collect();
+        assert_eq!(init, expect, "init writes every page, strided or not");
+        let acc = &all[pages as usize..];
+        assert_eq!(acc.len(), 1_000_000);
+        assert!(acc.iter().all(|a| ((a.0 - base) / PAGE_SIZE) % 2 == 0));
+        // The Gaussian over slots: 68% within one stddev of the centre slot, which is
+        // the same central fraction of the region as without the stride.
+        let within = acc
+            .iter()
+            .filter(|&&(a, _, _)| {
+                let slot = ((a - base) / PAGE_SIZE / 2) as f64 + 0.5;
+                (slot - centre).abs() <= sd
+            })
+            .count() as f64
+            / acc.len() as f64;
+        assert!((within - 0.6827).abs() < 0.01, "within 1 sd: {within}");
+        // Every 2 MiB region holds measured accesses on exactly half its pages.
+        let touched: std::collections::BTreeSet<u64> =
+            acc.iter().map(|a| (a.0 - base) / PAGE_SIZE).collect();
+        let in_centre = touched
+            .iter()
+            .filter(|&&p| (8192..8704).contains(&p))
+            .count();
+        assert_eq!(in_centre, 256);
+    }
+
+    #[test]
+    fn private_maps_keep_each_thread_in_its_own_share() {
+        let cfg = PmbenchConfig {
+            private_maps: true,
+            ..small(32, 400_000, 4)
+        };
+        let mut w = Pmbench::new(&cfg, 9);
+        let base = w.region().addr;
+        let share = w.pages / 4;
+        let d = drain(&mut w);
+        for (t, stream) in d.streams[0].iter().enumerate() {
+            let acc: Vec<u64> = accesses(stream)
+                .skip(share as usize)
+                .map(|a| (a.0 - base) / PAGE_SIZE)
+                .collect();
+            assert_eq!(acc.len(), 100_000);
+            let (lo, hi) = (t as u64 * share, (t as u64 + 1) * share);
+            assert!(acc.iter().all(|p| (lo..hi).contains(p)), "thread {t}");
+            // Centred on the middle of its own share.
+            let mean = acc.iter().sum::<u64>() as f64 / acc.len() as f64;
+            let mid = (lo + hi) as f64 / 2.0;
+            assert!(
+                (mean - mid).abs() < 0.01 * share as f64,
+                "thread {t}: {mean} vs {mid}"
+            );
+        }
+        // Shared (the default): every thread draws over the whole region.
+        let mut shared = Pmbench::new(&small(32, 400_000, 4), 9);
+        let d = drain(&mut shared);
+        let last: Vec<u64> = accesses(&d.streams[0][3])
+            .skip(share as usize)
+            .map(|a| (a.0 - base) / PAGE_SIZE)
+            .collect();
+        assert!(last.iter().any(|&p| p < 3 * share));
+    }
+
+    #[test]
+    fn restricted_generation_keeps_the_filtered_law_with_stride_and_private_maps() {
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(1.0 / 4.0), 5);
+        for pattern in [PmbenchPattern::NormalIh, PmbenchPattern::Uniform] {
+            let cfg = PmbenchConfig {
+                pattern,
+                page_stride: 2,
+                private_maps: true,
+                ..small(128, 2_000_000, 3)
+            };
+            crate::testutil::check_restricted(&|| Box::new(Pmbench::new(&cfg, 8)), &sampler, 0.01);
+        }
+    }
+
+    #[test]
     fn normal_ih_probabilities_sum_to_one() {
         for stddev_fraction in [0.125, 0.6, 1.0] {
             let w = Pmbench::new(
@@ -596,7 +798,8 @@ mod tests {
                 },
                 1,
             );
-            let total: f64 = (0..w.pages).map(|p| w.normal_ih_probability(p)).sum();
+            let d = &w.domains[0];
+            let total: f64 = (0..d.slots).map(|p| normal_ih_probability(d, p)).sum();
             assert!((total - 1.0).abs() < 1e-9, "{stddev_fraction}: {total}");
         }
     }
@@ -632,6 +835,16 @@ mod tests {
         bad(&|c| c.scale = 0.0, "scale");
         bad(&|c| c.nr_threads = 0, "nr_threads");
         bad(&|c| c.mlp = f64::INFINITY, "mlp");
+        bad(&|c| c.page_stride = 0, "page_stride");
+        bad(&|c| c.page_stride = 513, "page_stride");
+        bad(
+            &|c| {
+                c.private_maps = true;
+                c.footprint_mib = 1;
+                c.nr_threads = 257;
+            },
+            "private_maps",
+        );
         PmbenchConfig::default().validate().unwrap();
     }
 
@@ -647,6 +860,8 @@ mod tests {
             stride_bytes in 1u64..=4096,
             read_ratio in 0.0f64..=1.0,
             scale in 0.05f64..2.0,
+            page_stride in 1u64..=512,
+            private_maps in any::<bool>(),
         ) {
             let cfg = PmbenchConfig {
                 footprint_mib,
@@ -657,6 +872,8 @@ mod tests {
                 stride_bytes,
                 read_ratio,
                 scale,
+                page_stride,
+                private_maps,
                 ..PmbenchConfig::default()
             };
             prop_assert!(cfg.validate().is_ok());
