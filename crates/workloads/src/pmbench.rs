@@ -716,7 +716,9 @@ mod tests {
         assert_eq!(init, expect, "init writes every page, strided or not");
         let acc = &all[pages as usize..];
         assert_eq!(acc.len(), 1_000_000);
-        assert!(acc.iter().all(|a| ((a.0 - base) / PAGE_SIZE) % 2 == 0));
+        assert!(acc
+            .iter()
+            .all(|a| ((a.0 - base) / PAGE_SIZE).is_multiple_of(2)));
         // The Gaussian over slots: 68% within one stddev of the centre slot, which is
         // the same central fraction of the region as without the stride.
         let within = acc
