@@ -60,6 +60,11 @@ pub struct MatrixSpec {
     /// `--set` overrides applied to every run.
     #[serde(default)]
     pub set: Vec<String>,
+    /// `--set` overrides for one policy's runs, by policy name (e.g. MEMTIS with
+    /// `machine.thp="always"` where its paper's comparator ran it so): applied after
+    /// the matrix's `set`, before the workload's own.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policy_set: BTreeMap<String, Vec<String>>,
     /// Workloads with their own overrides.
     #[serde(default)]
     pub workloads: Vec<WorkloadSpec>,
@@ -78,6 +83,10 @@ pub struct WorkloadSpec {
     /// `--set` overrides for this workload's runs (`workload.scale=0.5`).
     #[serde(default)]
     pub set: Vec<String>,
+    /// `--set` overrides for one policy's runs of this workload, by policy name;
+    /// applied after the workload's `set`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub policy_set: BTreeMap<String, Vec<String>>,
     /// Label in reports; defaults to the name plus any `mix`/`kernel` setting.
     #[serde(default)]
     pub label: Option<String>,
@@ -266,6 +275,18 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
                 .chain(own.map_or(&[][..], |w| &w.set[..]))
                 .map(|s| s.as_str())
                 .collect();
+            let per_policy: Vec<String> = spec
+                .policy_set
+                .iter()
+                .chain(own.into_iter().flat_map(|w| w.policy_set.iter()))
+                .map(|(p, sets)| format!("{p}: {}", sets.join(", ")))
+                .collect();
+            if !per_policy.is_empty() {
+                eprintln!(
+                    "note: workload {name} keeps the {title}'s per-policy settings: {}",
+                    per_policy.join("; ")
+                );
+            }
             if !inherited.is_empty() {
                 eprintln!(
                     "note: workload {name} keeps the {title}'s settings: {} (override with --set)",
@@ -399,6 +420,14 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
             bail!("the comparison has no {what}; give at least one (e.g. --{what} ...)");
         }
     }
+    check_policy_sets("policy_set", &spec.policy_set, &registered_policies)?;
+    for w in &workloads {
+        check_policy_sets(
+            &format!("workload `{}`'s policy_set", w.name),
+            &w.policy_set,
+            &registered_policies,
+        )?;
+    }
     let mut runs = Vec::new();
     let mut labels_seen = BTreeMap::new();
     for w in &workloads {
@@ -472,6 +501,23 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
     Ok(runs)
 }
 
+/// A `policy_set` may only name registered policies: a misspelt name would drop its
+/// settings without a word. (A registered policy the comparison does not run, e.g.
+/// after `--policies`, simply has no runs to apply them to.)
+fn check_policy_sets(
+    what: &str,
+    sets: &BTreeMap<String, Vec<String>>,
+    registered: &[&str],
+) -> Result<()> {
+    if let Some(name) = sets.keys().find(|n| !registered.contains(&n.as_str())) {
+        bail!(
+            "{what} names `{name}`, which is not a registered policy; valid: {}",
+            registered.join(", ")
+        );
+    }
+    Ok(())
+}
+
 trait ConfigSeed {
     fn config_seed(&self) -> u64;
 }
@@ -501,7 +547,9 @@ fn build_config(
     ratio: &str,
 ) -> Result<RunConfig> {
     let mut sets = spec.set.clone();
+    sets.extend(spec.policy_set.get(policy).into_iter().flatten().cloned());
     sets.extend(w.set.iter().cloned());
+    sets.extend(w.policy_set.get(policy).into_iter().flatten().cloned());
     sets.extend(spec.set_last.iter().cloned());
     run_config::build(&RunArgs {
         config_file: None,
@@ -862,6 +910,24 @@ pub fn time_scale_note(rows: &[ResultRow]) -> Option<String> {
     })
 }
 
+/// The per-policy settings of a comparison (`policy_set`), said in its report so
+/// that no run's difference from the others is silent.
+pub fn policy_set_note(spec: &MatrixSpec) -> Option<String> {
+    let mut parts: Vec<String> = spec
+        .policy_set
+        .iter()
+        .map(|(p, sets)| format!("{p}: {}", sets.join(", ")))
+        .collect();
+    for w in &spec.workloads {
+        parts.extend(
+            w.policy_set
+                .iter()
+                .map(|(p, sets)| format!("on {}, {p}: {}", workload_label(w), sets.join(", "))),
+        );
+    }
+    (!parts.is_empty()).then(|| format!("per-policy settings: {}", parts.join("; ")))
+}
+
 /// A warning naming the sampled workloads that map something smaller than one sampling
 /// stratum, which sampling cannot represent faithfully (docs/sampling.md, "Limits").
 pub fn coarse_sampling_note(records: &[RunRecord]) -> Option<String> {
@@ -1081,6 +1147,10 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         text.push_str(&note);
         text.push('\n');
     }
+    if let Some(note) = policy_set_note(&spec) {
+        text.push_str(&note);
+        text.push('\n');
+    }
     if let Some(note) = coarse_sampling_note(&records) {
         text.push_str(&note);
         text.push('\n');
@@ -1121,12 +1191,14 @@ mod tests {
             machines: vec!["cxl".into()],
             seed: Some(1),
             set: vec![],
+            policy_set: BTreeMap::new(),
             set_last: vec![],
             workloads: workloads
                 .iter()
                 .map(|n| WorkloadSpec {
                     name: n.to_string(),
                     set: vec!["workload.scale=0.01".into()],
+                    policy_set: BTreeMap::new(),
                     label: None,
                 })
                 .collect(),
@@ -1206,6 +1278,34 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), runs.len());
+    }
+
+    #[test]
+    fn policy_sets_reach_only_their_policy_and_workload() {
+        let mut m = spec(&["memtis", "tpp"], &["gups", "pmbench"], &["1:8"]);
+        m.policy_set
+            .insert("memtis".into(), vec!["machine.thp=\"always\"".into()]);
+        m.workloads[1]
+            .policy_set
+            .insert("tpp".into(), vec!["workload.page_stride=2".into()]);
+        let runs = plan(&m).unwrap();
+        for r in &runs {
+            let thp = r.config.machine.thp == tierkit_sim::config::ThpMode::Always;
+            assert_eq!(thp, r.policy == "memtis", "{}", r.id);
+            let text = r.config.to_toml();
+            let strided = text.contains("page_stride = 2");
+            assert_eq!(strided, r.policy == "tpp" && r.workload == "pmbench", "{}", r.id);
+        }
+        assert_eq!(
+            policy_set_note(&m).as_deref(),
+            Some("per-policy settings: memtis: machine.thp=\"always\"; on pmbench, tpp: workload.page_stride=2")
+        );
+        m.policy_set.insert("memtsi".into(), vec![]);
+        let e = plan(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("policy_set names `memtsi`, which is not a registered policy"),
+            "{e}"
+        );
     }
 
     #[test]

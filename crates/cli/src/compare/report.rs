@@ -563,6 +563,9 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
     if let Some(note) = super::time_scale_note(rows) {
         let _ = writeln!(h, r#"<p class="note"><b>{}</b></p>"#, esc(&note));
     }
+    if let Some(note) = super::policy_set_note(spec) {
+        let _ = writeln!(h, r#"<p class="note"><b>{}</b></p>"#, esc(&note));
+    }
 
     // 1. Leaderboard
     h.push_str("<section id=\"leaderboard\"><h2>Leaderboard</h2>\n");
