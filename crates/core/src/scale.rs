@@ -229,6 +229,43 @@ impl RegionSampler {
         (kept, if by_region { next_region } else { vpn + 1 })
     }
 
+    /// Call `f(from, to)` with each maximal run `[from, to)` of the pages in
+    /// `[start, end)` of a mapping with strata `m` in process `pid` that are simulated,
+    /// in address order: the walk the sampled machine makes over a VMA's simulated
+    /// pages and a generator makes to list what it may draw, in one place.
+    pub fn for_kept_runs(
+        &self,
+        pid: u32,
+        m: &MappingStrata,
+        start: Vpn,
+        end: Vpn,
+        mut f: impl FnMut(Vpn, Vpn),
+    ) {
+        if self.keeps_all() {
+            if start < end {
+                f(start, end);
+            }
+            return;
+        }
+        let mut vpn = start;
+        let mut run: Option<Vpn> = None;
+        while vpn < end {
+            let (kept, unit_end) = self.unit_at(pid, m, vpn);
+            match (kept, run) {
+                (true, None) => run = Some(vpn),
+                (false, Some(from)) => {
+                    f(from, vpn);
+                    run = None;
+                }
+                _ => {}
+            }
+            vpn = unit_end.min(end);
+        }
+        if let Some(from) = run {
+            f(from, end);
+        }
+    }
+
     /// The simulated page that stands for page `vpn` of a mapping with strata `m` in
     /// process `pid`: the page at the same offset in the kept unit of `vpn`'s stratum
     /// (the kept 2 MiB region of its block of N regions, or the kept page of its group
@@ -470,6 +507,28 @@ mod tests {
         (start..start + nr)
             .filter(|&v| r.keeps_page(pid, &m, v))
             .collect()
+    }
+
+    #[test]
+    fn kept_runs_are_the_kept_pages_in_maximal_runs() {
+        let by_address = RegionSampler::new(SpaceScale::new(1.0 / 4.0), 3);
+        let by_mapping = by_address.with_strata(SampleStrata::Mapping);
+        let exact = RegionSampler::new(SpaceScale::EXACT, 3);
+        // A mapping with an unaligned head and a page-sampled tail, walked from an
+        // unaligned page.
+        let (map_start, map_pages) = (512 * 40 + 100, 512 * 9 + 37);
+        for r in [&by_address, &by_mapping, &exact] {
+            let m = r.strata_of(map_start, map_pages);
+            let (start, end) = (map_start + 5, map_start + map_pages);
+            let mut runs = Vec::new();
+            r.for_kept_runs(1, &m, start, end, |a, b| runs.push((a, b)));
+            let listed: Vec<Vpn> = runs.iter().flat_map(|&(a, b)| a..b).collect();
+            let kept: Vec<Vpn> = (start..end).filter(|&v| r.unit_at(1, &m, v).0).collect();
+            assert_eq!(listed, kept);
+            // Maximal: no two runs touch, none is empty.
+            assert!(runs.iter().all(|&(a, b)| a < b));
+            assert!(runs.windows(2).all(|w| w[0].1 < w[1].0));
+        }
     }
 
     #[test]

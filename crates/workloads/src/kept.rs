@@ -16,7 +16,7 @@
 //! [`Workload::restrict_to`]: tierkit_core::Workload::restrict_to
 
 use rand::RngCore;
-use tierkit_core::{Op, RegionSampler, HUGE_PAGE_SHIFT, HUGE_PAGE_SIZE, PAGE_SIZE};
+use tierkit_core::{Op, RegionSampler, HUGE_PAGE_SIZE, PAGE_SIZE};
 
 use crate::layout::Mapping;
 use crate::BATCH_OPS;
@@ -83,32 +83,13 @@ impl KeptElements {
                 _ => runs.push((a, b)),
             }
         };
-        if sampler.by_mapping() {
-            // The mapping's own strata decide, unit by unit (a region, or a page of
-            // its page-sampled tail).
-            let (start, end) = (mapping.addr / PAGE_SIZE, mapping.end() / PAGE_SIZE);
-            let strata = sampler.strata_of(start, end - start);
-            let mut vpn = start;
-            while vpn < end {
-                let (kept, next) = sampler.unit_at(pid, &strata, vpn);
-                let next = next.min(end);
-                if kept {
-                    keep(vpn * PAGE_SIZE, next * PAGE_SIZE);
-                }
-                vpn = next;
-            }
-        } else {
-            let first_region = mapping.addr >> HUGE_PAGE_SHIFT;
-            let last_region = (mapping.end() - 1) >> HUGE_PAGE_SHIFT;
-            for region in first_region..=last_region {
-                if sampler.keeps_region(pid, region) {
-                    keep(
-                        (region << HUGE_PAGE_SHIFT).max(mapping.addr),
-                        ((region + 1) << HUGE_PAGE_SHIFT).min(mapping.end()),
-                    );
-                }
-            }
-        }
+        // The mapping's own strata decide, unit by unit: its 2 MiB regions, or under
+        // strata by mapping the pages of a page-sampled head or tail.
+        let (start, end) = (mapping.addr / PAGE_SIZE, mapping.end() / PAGE_SIZE);
+        let strata = sampler.strata_of(start, end - start);
+        sampler.for_kept_runs(pid, &strata, start, end, |from, to| {
+            keep(from * PAGE_SIZE, to * PAGE_SIZE)
+        });
         let mut prefix = Vec::with_capacity(runs.len() + 1);
         let mut total = 0;
         prefix.push(0);

@@ -1294,7 +1294,12 @@ mod tests {
             assert_eq!(thp, r.policy == "memtis", "{}", r.id);
             let text = r.config.to_toml();
             let strided = text.contains("page_stride = 2");
-            assert_eq!(strided, r.policy == "tpp" && r.workload == "pmbench", "{}", r.id);
+            assert_eq!(
+                strided,
+                r.policy == "tpp" && r.workload == "pmbench",
+                "{}",
+                r.id
+            );
         }
         assert_eq!(
             policy_set_note(&m).as_deref(),

@@ -105,24 +105,8 @@ fn for_sampled_chunks(
         f(0..v.pages.len());
         return;
     }
-    let (start, end) = (v.vma.start_vpn, v.vma.end_vpn());
-    let mut vpn = start;
-    // Consecutive kept units (pages sampled by mapping) make one range.
-    let mut run: Option<Vpn> = None;
-    while vpn < end {
-        let (kept, unit_end) = sampler.unit_at(pid, &v.strata, vpn);
-        let next = unit_end.min(end);
-        match (kept, run) {
-            (true, None) => run = Some(vpn),
-            (false, Some(from)) => {
-                f((from - start) as usize..(vpn - start) as usize);
-                run = None;
-            }
-            _ => {}
-        }
-        vpn = next;
-    }
-    if let Some(from) = run {
-        f((from - start) as usize..(end - start) as usize);
-    }
+    let start = v.vma.start_vpn;
+    sampler.for_kept_runs(pid, &v.strata, start, v.vma.end_vpn(), |from, to| {
+        f((from - start) as usize..(to - start) as usize)
+    });
 }
