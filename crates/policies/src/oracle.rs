@@ -190,14 +190,14 @@ impl Future {
 /// `touched` lists, in increasing order, every id whose count is not zero: only those
 /// can make a unit, so the choice costs what the epoch touched, not what the workload
 /// maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Returns a per-id
-/// membership vector.
+/// membership vector and the base pages it holds.
 fn choose_fast_set(
     counts: &[u32],
     touched: &[u32],
     ids: &PageIds,
     mech: &dyn Mechanisms,
     budget_pages: u64,
-) -> Vec<bool> {
+) -> (Vec<bool>, u64) {
     // (count, id of the unit head, pages)
     let mut units: Vec<(u64, u32, u64)> = Vec::new();
     // The huge unit last added: touched ids come in order, so a unit's subpages meet it
@@ -245,32 +245,76 @@ fn choose_fast_set(
             }
         }
     }
-    set
+    (set, used)
 }
 
-/// Move resident pages so that exactly the chosen set (as far as it is resident and
-/// fits) is in the fast tier: demote the rest first, then promote hottest first.
-fn rebalance(set: &[bool], counts: &[u32], ids: &PageIds, mech: &mut dyn Mechanisms) {
+/// Move resident pages so that the chosen set of `set_pages` base pages (as far as it
+/// fits the budget) is in the fast tier or has room there, moving no more than that
+/// takes: fast pages outside the set are demoted, the coldest of the coming epoch
+/// first, only until the fast tier has room for the set's pages not in it yet (slow
+/// ones, and those first touch will allocate during the epoch); then the set's slow
+/// pages are promoted hottest first. (Demoting every
+/// fast page outside the set, as this did until 2026-11-27, emptied the fast tier
+/// whenever an epoch's window touched fewer pages than it holds; with many threads
+/// the migrations then starved the application, the next window was smaller still,
+/// and a 50-thread pmbench run never ended.)
+fn rebalance(
+    set: &[bool],
+    set_pages: u64,
+    counts: &[u32],
+    ids: &PageIds,
+    mech: &mut dyn Mechanisms,
+) {
+    // (count in the coming epoch, pid, vpn, pages)
     let mut demote = Vec::new();
     let mut promote = Vec::new();
+    let (mut fast_used, mut fast_wanted) = (0u64, 0u64);
     for &(base, pid, start, nr, _) in &ids.starts {
         mech.walk_pages(pid, start, nr, &mut |vpn, info| {
             let id = base + (vpn.max(start) - start) as u32;
             let want = set.get(id as usize).copied().unwrap_or(false);
-            if info.tier.is_fast() && !want {
-                demote.push((pid, vpn));
-            } else if !info.tier.is_fast() && want {
-                promote.push((counts.get(id as usize).copied().unwrap_or(0), pid, vpn));
+            let count = counts.get(id as usize).copied().unwrap_or(0);
+            let pages = if info.huge { SUBPAGES_PER_HUGE } else { 1 };
+            if info.tier.is_fast() {
+                fast_used += pages;
+                if want {
+                    fast_wanted += pages;
+                } else {
+                    demote.push((count, pid, vpn, pages));
+                }
+            } else if want {
+                promote.push((count, pid, vpn, pages));
             }
         });
     }
-    for (pid, vpn) in demote {
-        let _ = mech.migrate(pid, vpn, TierId(1), MigrateMode::Async);
-    }
+    // Coldest first, then hottest first; ties by address so the moves are deterministic.
+    demote.sort_unstable_by(|a, b| a.0.cmp(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
     promote.sort_unstable_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
-    for (_, pid, vpn) in promote {
-        if mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async) == Err(MigrateError::NoSpace) {
+    let mut free = fast_budget(mech).saturating_sub(fast_used);
+    let mut victims = demote.into_iter();
+    // Room for the rest of the set: its slow pages and the ones not allocated yet.
+    let room = set_pages.saturating_sub(fast_wanted);
+    while free < room {
+        let Some((_, p, v, n)) = victims.next() else {
             break;
+        };
+        if mech.migrate(p, v, TierId(1), MigrateMode::Async).is_ok() {
+            free += n;
+        }
+    }
+    'promote: for (_, pid, vpn, pages) in promote {
+        while free < pages {
+            let Some((_, p, v, n)) = victims.next() else {
+                break 'promote;
+            };
+            if mech.migrate(p, v, TierId(1), MigrateMode::Async).is_ok() {
+                free += n;
+            }
+        }
+        match mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async) {
+            Ok(_) => free -= pages,
+            Err(MigrateError::NoSpace) => break,
+            Err(_) => {}
         }
     }
 }
@@ -386,14 +430,15 @@ impl Oracle {
         let Some(fut) = self.future.as_ref() else {
             return;
         };
-        self.set = choose_fast_set(
+        let (set, set_pages) = choose_fast_set(
             &self.counts,
             &self.touched,
             &fut.ids,
             mech,
             fast_budget(mech),
         );
-        rebalance(&self.set, &self.counts, &fut.ids, mech);
+        self.set = set;
+        rebalance(&self.set, set_pages, &self.counts, &fut.ids, mech);
         self.evictable.clear();
         self.epochs += 1;
         let next = mech.now() + self.cfg.epoch_ms * NS_PER_MS;
@@ -489,7 +534,7 @@ impl Policy for OracleStatic {
             .collect();
         // No page exists yet: with THP, the choice counts the 2 MiB units first touches
         // will allocate (choose_fast_set).
-        self.set = choose_fast_set(&counts, &touched, &fut.ids, mech, fast_budget(mech));
+        self.set = choose_fast_set(&counts, &touched, &fut.ids, mech, fast_budget(mech)).0;
         self.ids = fut.ids;
     }
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {

@@ -249,3 +249,48 @@ fn clairvoyant_placements_rank_pages_by_accesses_that_reach_memory() {
     let first_touch = ratio("first-touch");
     assert!(first_touch < 0.05, "first-touch {first_touch:.3}");
 }
+
+/// A run whose epochs each touch fewer pages than the fast tier holds: the per-epoch
+/// oracle demotes a page only to make room for one its plan brings in; first touch has
+/// filled the fast tier before the first epoch ends, so over the run it demotes about
+/// as many pages as it promotes (here exactly as many; a quarter of the fast tier is
+/// the slack allowed). It used to demote every fast page outside each epoch's set, a fast
+/// tier's worth per epoch; with many threads those moves starved the application, the
+/// next window was smaller still, and a 50-thread pmbench run never ended.
+#[test]
+fn per_epoch_oracle_demotes_only_to_make_room() {
+    let w = WorkloadConfig::Pmbench(PmbenchConfig {
+        footprint_mib: 1024,
+        nr_accesses: 200_000,
+        delay_ns: 100_000,
+        ..Default::default()
+    });
+    let wc = w.clone();
+    let ctx = BuildContext {
+        fresh_workload: Some(Box::new(move || wc.build(5))),
+        ..Default::default()
+    };
+    let p = PolicyConfig::default_for("oracle")
+        .unwrap()
+        .try_build(&ctx)
+        .unwrap();
+    let m = MachineConfig {
+        fast: "1:3".into(),
+        ..MachineConfig::default()
+    };
+    let s = tierkit_sim::testing::run(&m, &SimConfig::default(), p, w.build(5))
+        .0
+        .summary;
+    let fast_pages = 1024 * 256 / 4;
+    eprintln!(
+        "{:.1} s: promoted {}, demoted {}",
+        s.sim_seconds, s.promoted_pages, s.demoted_pages
+    );
+    assert!(s.sim_seconds > 15.0, "the run spans many epochs");
+    assert!(
+        s.demoted_pages <= s.promoted_pages + fast_pages / 4,
+        "demoted {} of promoted {}",
+        s.demoted_pages,
+        s.promoted_pages
+    );
+}
