@@ -253,11 +253,11 @@ fn choose_fast_set(
 /// takes: fast pages outside the set are demoted, the coldest of the coming epoch
 /// first, only until the fast tier has room for the set's pages not in it yet (slow
 /// ones, and those first touch will allocate during the epoch); then the set's slow
-/// pages are promoted hottest first. (Demoting every
-/// fast page outside the set, as this did until 2026-11-27, emptied the fast tier
-/// whenever an epoch's window touched fewer pages than it holds; with many threads
-/// the migrations then starved the application, the next window was smaller still,
-/// and a 50-thread pmbench run never ended.)
+/// pages are promoted hottest first. (Demoting every fast page outside the set, as
+/// this did until 2026-11-27, emptied the fast tier whenever an epoch's window touched
+/// fewer pages than it holds; with many threads the migrations then starved the
+/// application, the next window was smaller still, and a 50-thread pmbench run never
+/// ended.)
 fn rebalance(
     set: &[bool],
     set_pages: u64,
@@ -292,24 +292,26 @@ fn rebalance(
     promote.sort_unstable_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
     let mut free = fast_budget(mech).saturating_sub(fast_used);
     let mut victims = demote.into_iter();
-    // Room for the rest of the set: its slow pages and the ones not allocated yet.
-    let room = set_pages.saturating_sub(fast_wanted);
-    while free < room {
-        let Some((_, p, v, n)) = victims.next() else {
-            break;
-        };
-        if mech.migrate(p, v, TierId(1), MigrateMode::Async).is_ok() {
-            free += n;
-        }
-    }
-    'promote: for (_, pid, vpn, pages) in promote {
-        while free < pages {
-            let Some((_, p, v, n)) = victims.next() else {
-                break 'promote;
+    // Demote the next coldest outsiders until `need` pages are free; false if they ran out.
+    let mut make_room = |free: &mut u64, need: u64, mech: &mut dyn Mechanisms| {
+        while *free < need {
+            let Some((_, pid, vpn, pages)) = victims.next() else {
+                return false;
             };
-            if mech.migrate(p, v, TierId(1), MigrateMode::Async).is_ok() {
-                free += n;
+            if mech
+                .migrate(pid, vpn, TierId(1), MigrateMode::Async)
+                .is_ok()
+            {
+                *free += pages;
             }
+        }
+        true
+    };
+    // Room for the rest of the set: its slow pages and the ones not allocated yet.
+    make_room(&mut free, set_pages.saturating_sub(fast_wanted), mech);
+    for (_, pid, vpn, pages) in promote {
+        if !make_room(&mut free, pages, mech) {
+            break;
         }
         match mech.migrate(pid, vpn, TierId::FAST, MigrateMode::Async) {
             Ok(_) => free -= pages,
