@@ -39,17 +39,9 @@ set = ["workload.footprint_mib=32768", "workload.nr_updates=12600000000", "sim.s
 name = "zipf-kv"
 set = ["workload.nr_records=33554432", "workload.nr_ops=2440000000", "sim.sample_rate=\"1/64\""]
 
-# pmbench as Chrono ran it (§5.1.1): 50 tasks with 5 GB private working sets,
-# normal_ih, stride 2 (every other 4 KiB page accessed), here 50 threads with private
-# 5 GiB shares of one 250 GiB mapping. 84 G accesses: ~190 s of machine time all-fast,
-# so a policy with the paper's 77% fast accesses runs about five of Chrono's 60 s scans
-# (docs/policies/chrono.md, "The chrono suite's pmbench"). MEMTIS runs with THP
-# "always", the setting the paper kept for it (§5), here and on YCSB; the others on
-# base pages.
 [[workloads]]
 name = "pmbench"
-set = ["workload.footprint_mib=256000", "workload.nr_threads=50", "workload.private_maps=true", "workload.page_stride=2", "workload.nr_accesses=84000000000", "sim.sample_rate=\"1/256\""]
-policy_set = { memtis = ["machine.thp=\"always\""] }
+set = ["workload.footprint_mib=32768", "workload.nr_accesses=3700000000", "sim.sample_rate=\"1/256\""]
 "#,
     },
     Suite {
@@ -68,17 +60,9 @@ set = []
 name = "gups"
 set = ["workload.footprint_mib=32768", "workload.nr_updates=12600000000", "sim.sample_rate=\"1/256\""]
 
-# pmbench as Chrono ran it (§5.1.1): 50 tasks with 5 GB private working sets,
-# normal_ih, stride 2 (every other 4 KiB page accessed), here 50 threads with private
-# 5 GiB shares of one 250 GiB mapping. 84 G accesses: ~190 s of machine time all-fast,
-# so a policy with the paper's 77% fast accesses runs about five of Chrono's 60 s scans
-# (docs/policies/chrono.md, "The chrono suite's pmbench"). MEMTIS runs with THP
-# "always", the setting the paper kept for it (§5), here and on YCSB; the others on
-# base pages.
 [[workloads]]
 name = "pmbench"
-set = ["workload.footprint_mib=256000", "workload.nr_threads=50", "workload.private_maps=true", "workload.page_stride=2", "workload.nr_accesses=84000000000", "sim.sample_rate=\"1/256\""]
-policy_set = { memtis = ["machine.thp=\"always\""] }
+set = ["workload.footprint_mib=32768", "workload.nr_accesses=3700000000", "sim.sample_rate=\"1/256\""]
 
 [[workloads]]
 name = "zipf-kv"
@@ -121,9 +105,8 @@ set = []
 # normal_ih, stride 2 (every other 4 KiB page accessed), here 50 threads with private
 # 5 GiB shares of one 250 GiB mapping. 84 G accesses: ~190 s of machine time all-fast,
 # so a policy with the paper's 77% fast accesses runs about five of Chrono's 60 s scans
-# (docs/policies/chrono.md, "The chrono suite's pmbench"). MEMTIS runs with THP
-# "always", the setting the paper kept for it (§5), here and on YCSB; the others on
-# base pages.
+# (docs/policies/chrono.md, "Comparison"). MEMTIS runs with THP "always", the setting
+# the paper kept for it (§5), here and on YCSB; the others on base pages.
 [[workloads]]
 name = "pmbench"
 set = ["workload.footprint_mib=256000", "workload.nr_threads=50", "workload.private_maps=true", "workload.page_stride=2", "workload.nr_accesses=84000000000", "sim.sample_rate=\"1/256\""]
