@@ -34,8 +34,9 @@ pub struct KeptElements {
     /// `bucket_run[b]`: the run holding kept element `b << bucket_shift`, so that
     /// [`nth`](Self::nth) finds a run with a load and a short forward step instead of
     /// a binary search (a dependent load per step: 25% of a sampled GUPS run's
-    /// profile, 6% of its time once replaced). A bucket is one region's worth of elements. A mapping starts on a
-    /// region, so where whole regions are kept every run but the last spans whole
+    /// profile, 6% of its time once replaced). A bucket is one region's worth of
+    /// elements. A mapping starts on a region, so where whole regions are kept every
+    /// run but the last spans whole
     /// regions and a bucket lies in one run; only the page-sampled tail of a mapping
     /// sampled by mapping has runs of one page, a bucket then meeting up to
     /// 512 / N of them.
