@@ -229,6 +229,14 @@ pub trait Mechanisms {
     /// structure upkeep that the mechanisms cannot see).
     fn charge_cpu(&mut self, ns: u64);
 
+    /// Stall every running application thread by `ns` (of the policy's time, as
+    /// [`now`](Self::now)): the time a tiering thread that never sleeps (a busy
+    /// poller) took from each of them since the last call, when it shares the
+    /// application's cores. Only where tiering threads run on the
+    /// application's CPUs (`machine.tiering_cpus = "shared"`); a no-op on dedicated
+    /// tiering CPUs, and in live mode, where the thread takes real CPU.
+    fn stall_app_threads(&mut self, _ns: u64) {}
+
     /// A deterministic pseudo-random number (seeded from the run's seed). Policies
     /// must take their randomness from here, never from the environment.
     fn random(&mut self) -> u64;

@@ -61,9 +61,16 @@ pub struct HememConfig {
     pub cooling_pages: u64,
     /// Threads that spin on a core of their own whatever the load: HeMem's
     /// `pebs_scan_thread` busy-polls the PEBS buffers (MEMTIS §6.2: ≈100% of a core).
-    /// Reported as the `busy_poll_cpu_seconds` statistic, not charged (see the docs).
-    /// Range 0–4.
+    /// Reported as the `busy_poll_cpu_seconds` statistic; charged only with
+    /// `busy_poll_shared_cores` (see the docs). Range 0–4.
     pub busy_poll_threads: u32,
+    /// Cores the busy pollers share with the application, when tiering threads run on
+    /// the application's CPUs (`machine.tiering_cpus = "shared"`): each application
+    /// thread then loses `busy_poll_threads / (cores + busy_poll_threads)` of its time,
+    /// its fair share with the pollers (FreqTier §VI: 16 cores shared by the
+    /// application and every tiering system's threads). 0 (the default, HeMem's own
+    /// setup: the poller pinned to a core of its own): not charged. Range 0–1024.
+    pub busy_poll_shared_cores: u32,
 }
 
 impl Default for HememConfig {
@@ -77,6 +84,7 @@ impl Default for HememConfig {
             kswapd_migrate_rate_mb: 10 * 1024,
             cooling_pages: 8192,
             busy_poll_threads: 1,
+            busy_poll_shared_cores: 0,
         }
     }
 }
@@ -102,6 +110,13 @@ impl HememConfig {
             return Err(format!(
                 "policy.busy_poll_threads must be in 0..=4, got {}",
                 self.busy_poll_threads
+            )
+            .into());
+        }
+        if self.busy_poll_shared_cores > 1024 {
+            return Err(format!(
+                "policy.busy_poll_shared_cores must be in 0..=1024, got {}",
+                self.busy_poll_shared_cores
             )
             .into());
         }
@@ -497,6 +512,7 @@ impl Hemem {
 
     /// `pebs_policy_thread`, one iteration.
     fn kswapd(&mut self, mech: &mut dyn Mechanisms) {
+        self.stall_for_busy_pollers(mech);
         self.last_wakeup_ns = mech.now();
         let interval_ns = self.cfg.kswapd_interval_us * 1000;
         let stalled = self.promote_hot_slow(mech);
@@ -509,6 +525,20 @@ impl Hemem {
         }
         mech.charge_cpu(std::mem::take(&mut self.list_ops) * LIST_OP_NS);
         mech.schedule(mech.now() + interval_ns, KSWAPD_TIMER, Runner::Kthread);
+    }
+
+    /// The time the busy pollers took from each application thread since the last
+    /// wake-up, when they share its cores: their fair share of them.
+    fn stall_for_busy_pollers(&mut self, mech: &mut dyn Mechanisms) {
+        let (pollers, cores) = (
+            self.cfg.busy_poll_threads as u64,
+            self.cfg.busy_poll_shared_cores as u64,
+        );
+        if pollers == 0 || cores == 0 {
+            return;
+        }
+        let elapsed = mech.now().saturating_sub(self.last_wakeup_ns);
+        mech.stall_app_threads(elapsed * pollers / (cores + pollers));
     }
 
     /// Move hot slow regions to DRAM, oldest first, demoting cold DRAM regions to make
@@ -963,6 +993,37 @@ mod tests {
                 "shared CPUs: the run grew {grew} s for {} s of tiering CPU",
                 sh.tiering_cpu_seconds
             );
+        }
+
+        /// A busy poller sharing C cores with the application takes 1/(C + 1) of every
+        /// application thread's time, so the run lasts (C + 1)/C times as long; on
+        /// dedicated tiering CPUs, or with the default (not charged), nothing changes.
+        #[test]
+        fn a_busy_poller_on_shared_cores_takes_its_fair_share() {
+            let on = |cores| {
+                Box::new(Hemem::new(HememConfig {
+                    busy_poll_shared_cores: cores,
+                    ..HememConfig::default()
+                })) as Box<dyn Policy>
+            };
+            let (d, sh, n) = (TieringCpus::Dedicated, TieringCpus::Shared, 6_000_000);
+            let base = gups(on(0), ThpMode::Never, sh, n).summary;
+            let polled = gups(on(3), ThpMode::Never, sh, n).summary;
+            let ratio = polled.sim_seconds / base.sim_seconds;
+            assert!(
+                (ratio - 4.0 / 3.0).abs() < 0.01,
+                "one poller on 3 shared cores: the run grew {ratio}x, not 4/3"
+            );
+            assert_eq!(polled.promoted_pages, base.promoted_pages);
+            let stolen = polled.app_tiering_stall_seconds - base.app_tiering_stall_seconds;
+            assert!(
+                (stolen / polled.sim_seconds - 0.25).abs() < 0.01,
+                "stolen {stolen} s of a {} s run",
+                polled.sim_seconds
+            );
+            let dedicated = gups(on(3), ThpMode::Never, d, n).summary;
+            let unpolled = gups(on(0), ThpMode::Never, d, n).summary;
+            assert_eq!(dedicated.sim_seconds, unpolled.sim_seconds);
         }
     }
 

@@ -278,10 +278,12 @@ impl Simulation {
         Ok(())
     }
 
-    /// Spread the stall owed to shared-CPU tiering threads over all running threads.
+    /// Spread the stall owed to shared-CPU tiering threads over all running threads,
+    /// and give each the stall a busy poller took from every one of them.
     fn settle_shared_stall(&mut self) {
         let owed = std::mem::take(&mut self.machine.shared_stall_pending);
-        if owed == 0.0 {
+        let each = std::mem::take(&mut self.machine.shared_stall_per_thread_pending);
+        if owed == 0.0 && each == 0.0 {
             return;
         }
         let live: Vec<usize> = (0..self.threads.len())
@@ -290,11 +292,11 @@ impl Simulation {
         if live.is_empty() {
             return;
         }
-        let share = owed / live.len() as f64;
-        for t in live {
+        let share = owed / live.len() as f64 + each;
+        for &t in &live {
             self.machine.clocks[t] += share;
         }
-        self.machine.counters.app_tiering_stall_ns += owed;
+        self.machine.counters.app_tiering_stall_ns += owed + each * live.len() as f64;
     }
 
     /// The live thread with the smallest clock (lowest index on ties), its clock, and

@@ -167,6 +167,11 @@ policies = ["freqtier", "linux-tiering-mglru", "autonuma", "tpp", "hemem", "linu
 ratios = ["1:32", "1:16", "1:8"]
 machines = ["cxl", "cxl-lowbw"]
 set = ["machine.tiering_cpus=\"shared\""]
+# FreqTier §VI: "All workloads use 16 threads mapped to 16 physical cores. The runtime
+# of all tiering systems shares the same 16 physical cores with the application", so
+# HeMem's busy-polling sampler takes its share of those 16 cores
+# (docs/policies/hemem.md).
+policy_set = { hemem = ["policy.busy_poll_shared_cores=16"] }
 
 # CacheLib at the paper's pace: its 16 threads served 0.84 M requests a second from a
 # 256 GB cache, ~19 us per request and thread. Here 4 threads at 18 us of compute per

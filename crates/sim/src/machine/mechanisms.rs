@@ -219,6 +219,14 @@ impl Mechanisms for Machine {
         self.charge_event(ns as f64);
     }
 
+    fn stall_app_threads(&mut self, ns: u64) {
+        // Time, not work per event: not scaled by the sample rate. `ns` is policy
+        // time (as `now`), which runs policy_time_scale times faster.
+        if self.shared_tiering_cpus {
+            self.shared_stall_per_thread_pending += ns as f64 / self.policy_time_scale;
+        }
+    }
+
     fn random(&mut self) -> u64 {
         self.rng.next_u64()
     }

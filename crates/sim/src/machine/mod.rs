@@ -115,6 +115,10 @@ pub struct Machine {
     shared_tiering_cpus: bool,
     /// Stall owed by every thread for tiering threads sharing their CPUs, ns.
     pub(crate) shared_stall_pending: f64,
+    /// Stall owed by every running thread to a busy-polling tiering thread on the
+    /// application's CPUs ([`tierkit_core::Mechanisms::stall_app_threads`]), machine
+    /// ns, settled with the above.
+    pub(crate) shared_stall_per_thread_pending: f64,
     sample_period: [u64; 2],
     sample_countdown: [u64; 2],
     timers: BinaryHeap<Reverse<TimerEntry>>,
@@ -316,6 +320,7 @@ impl Machine {
             thp: p.thp == ThpMode::Always,
             shared_tiering_cpus: p.tiering_cpus == TieringCpus::Shared,
             shared_stall_pending: 0.0,
+            shared_stall_per_thread_pending: 0.0,
             sample_period: [0; 2],
             sample_countdown: [0; 2],
             timers: BinaryHeap::new(),
