@@ -59,8 +59,8 @@ pub struct HememConfig {
     /// Hot-list entries re-examined per wake-up after a cooling, pages
     /// (`COOLING_PAGES` 8192). Range ≥ 1.
     pub cooling_pages: u64,
-    /// Threads that spin on a core of their own whatever the load: HeMem's
-    /// `pebs_scan_thread` busy-polls the PEBS buffers (MEMTIS §6.2: ≈100% of a core).
+    /// Threads that spin whatever the load: HeMem's `pebs_scan_thread` busy-polls the
+    /// PEBS buffers (MEMTIS §6.2: ≈100% of a core).
     /// Reported as the `busy_poll_cpu_seconds` statistic; charged only with
     /// `busy_poll_shared_cores` (see the docs). Range 0–4.
     pub busy_poll_threads: u32,
