@@ -246,6 +246,9 @@ pub struct Judged {
     pub paper_gain: Option<[f64; 2]>,
     /// The claim file's reason.
     pub reason: Option<String>,
+    /// Whether the direction holds on the cells whose policy run lasted at least
+    /// [`LONG_RUN_S`] alone (None: no such cell).
+    pub direction_on_long_runs: Option<bool>,
 }
 
 /// Parse one claim file and check it: ids unique, every testable claim complete,
@@ -301,6 +304,12 @@ pub fn parse(name: &str, text: &str) -> Result<ClaimFile> {
 /// A gain within this of 1 is a tie: it shows no direction (a deterministic run has
 /// no noise, but a 0.1% difference says nothing about who is better).
 pub const NEGLIGIBLE: f64 = 0.01;
+
+/// Machine time a policy's run must last for a cell to count as long enough for its
+/// policies to act, s: the longest period of most policies here (Chrono's and NUMA
+/// balancing's 60 s scans, FreqTier's one-minute windows). The summary counts the
+/// headline comparisons whose direction holds on such cells alone.
+pub const LONG_RUN_S: f64 = 60.0;
 
 /// Numeric columns of `results.csv` a claim may judge.
 pub const ROW_METRICS: &[&str] = &[
@@ -595,6 +604,7 @@ pub fn judge(
         measured: String::new(),
         paper_gain: c.paper_gain,
         reason: c.reason.clone(),
+        direction_on_long_runs: None,
     };
     if let Some(why) = &c.untestable {
         j.verdict = Verdict::CannotBeTested;
@@ -656,6 +666,19 @@ pub fn judge(
         ),
         Aggregate::Geomean => (holds(g), holds(g), in_range(g)),
     };
+    let long: Vec<f64> = j
+        .cells
+        .iter()
+        .filter(|x| x.machine_seconds >= LONG_RUN_S)
+        .map(|x| x.gain)
+        .collect();
+    j.direction_on_long_runs = (!long.is_empty()).then(|| {
+        c.expect != Expect::Tie
+            && match c.aggregate {
+                Aggregate::Each => long.iter().any(|&x| holds(x)),
+                Aggregate::Geomean => holds(geomean(&long)),
+            }
+    });
     j.verdict = if dir_all && mag {
         Verdict::Reproduced
     } else if dir_some && c.expect != Expect::Tie {
@@ -766,8 +789,8 @@ pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String
     if smoke {
         s.push_str("**Smoke run** (`--smoke`): runs cut to a few hundred thousand accesses; the verdicts below test the pipeline, not the papers.\n\n");
     }
-    s.push_str("| paper | reproduced | partly | not reproduced | cannot be tested | no data | headline comparisons reproduced in direction |\n|---|---|---|---|---|---|---|\n");
-    let mut all_head = (0, 0);
+    s.push_str("| paper | reproduced | partly | not reproduced | cannot be tested | no data | headline comparisons reproduced in direction | of them on runs of at least 60 s alone |\n|---|---|---|---|---|---|---|---|\n");
+    let mut all_head = (0, 0, 0);
     for f in files {
         let mine: Vec<&Judged> = judged.iter().filter(|j| j.paper == f.paper).collect();
         if mine.is_empty() {
@@ -778,15 +801,22 @@ pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String
             .iter()
             .filter(|j| j.headline && j.verdict != Verdict::CannotBeTested)
             .collect();
-        let head_ok = heads
+        let in_direction: Vec<&&Judged> = heads
             .iter()
+            .copied()
             .filter(|j| matches!(j.verdict, Verdict::Reproduced | Verdict::Partly))
+            .collect();
+        let head_ok = in_direction.len();
+        let head_long = in_direction
+            .iter()
+            .filter(|j| j.direction_on_long_runs == Some(true))
             .count();
         all_head.0 += head_ok;
         all_head.1 += heads.len();
+        all_head.2 += head_long;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} of {} |",
+            "| {} | {} | {} | {} | {} | {} | {} of {} | {} |",
             f.title,
             count(Verdict::Reproduced),
             count(Verdict::Partly),
@@ -794,13 +824,16 @@ pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String
             count(Verdict::CannotBeTested),
             count(Verdict::NoData),
             head_ok,
-            heads.len()
+            heads.len(),
+            head_long
         );
     }
     let _ = writeln!(
         s,
-        "\nHeadline comparisons reproduced in direction (fully or in some cells): {} of {}.\n",
-        all_head.0, all_head.1
+        "\nHeadline comparisons reproduced in direction (fully or in some cells): {} of {}; \
+         {} of them also on the cells whose runs lasted at least {} s of machine time alone \
+         (the others rest on shorter runs, in which many policies cannot pass one period).\n",
+        all_head.0, all_head.1, all_head.2, LONG_RUN_S
     );
     for f in files {
         if judged.iter().any(|j| j.paper == f.paper) {
@@ -991,6 +1024,48 @@ mod tests {
         let mut none = claim(Expect::Better, Aggregate::Each, None);
         none.baseline = Some("c".into());
         assert_eq!(v(none).verdict, Verdict::NoData);
+    }
+
+    /// The direction on long runs alone is judged on the cells whose policy run lasted
+    /// at least LONG_RUN_S, and the summary counts a headline only when it holds there.
+    #[test]
+    fn the_direction_on_long_runs_is_judged_on_long_cells_alone() {
+        let f = ClaimFile {
+            paper: "p".into(),
+            title: "P".into(),
+            matrices: BTreeMap::new(),
+            claims: vec![],
+        };
+        let judged = |rows: Vec<ResultRow>| {
+            let res = BTreeMap::from([("m".to_string(), (rows, PathBuf::from("/nonexistent")))]);
+            judge(&f, &claim(Expect::Better, Aggregate::Geomean, None), &res)
+        };
+        // Better on the long cell (1.5x), worse on the short one: holds on long runs.
+        let long_win = judged(vec![
+            row("a", "w1", 100.0),
+            row("b", "w1", 150.0),
+            row("a", "w2", 1.0),
+            row("b", "w2", 0.9),
+        ]);
+        assert_eq!(long_win.verdict, Verdict::Reproduced);
+        assert_eq!(long_win.direction_on_long_runs, Some(true));
+        // Worse on the long cell, far better on the short one: in direction overall,
+        // not on long runs.
+        let short_win = judged(vec![
+            row("a", "w1", 100.0),
+            row("b", "w1", 90.0),
+            row("a", "w2", 1.0),
+            row("b", "w2", 2.0),
+        ]);
+        assert_eq!(short_win.verdict, Verdict::Reproduced);
+        assert_eq!(short_win.direction_on_long_runs, Some(false));
+        // No long cell: unknown.
+        let short_only = judged(vec![row("a", "w2", 1.0), row("b", "w2", 2.0)]);
+        assert_eq!(short_only.direction_on_long_runs, None);
+        let files = [f.clone()];
+        let summary = summary_md(&files, &[long_win, short_win, short_only], false);
+        assert!(summary.contains("| 3 of 3 | 1 |"), "{summary}");
+        assert!(summary.contains("1 of them also on the cells"), "{summary}");
     }
 
     #[test]
