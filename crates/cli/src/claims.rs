@@ -672,12 +672,12 @@ pub fn judge(
         .filter(|x| x.machine_seconds >= LONG_RUN_S)
         .map(|x| x.gain)
         .collect();
-    j.direction_on_long_runs = (!long.is_empty()).then(|| {
-        c.expect != Expect::Tie
-            && match c.aggregate {
-                Aggregate::Each => long.iter().any(|&x| holds(x)),
-                Aggregate::Geomean => holds(geomean(&long)),
-            }
+    // As the verdict reads direction: a tie must hold in every cell (a tie in some
+    // cells is no direction), a win or a loss in some, a geomean on the geomean.
+    j.direction_on_long_runs = (!long.is_empty()).then(|| match c.aggregate {
+        Aggregate::Each if c.expect == Expect::Tie => long.iter().all(|&x| holds(x)),
+        Aggregate::Each => long.iter().any(|&x| holds(x)),
+        Aggregate::Geomean => holds(geomean(&long)),
     });
     j.verdict = if dir_all && mag {
         Verdict::Reproduced
@@ -944,6 +944,21 @@ mod tests {
         );
     }
 
+    /// A claim file with no claims, for judging hand-made claims.
+    fn bare_file() -> ClaimFile {
+        ClaimFile {
+            paper: "p".into(),
+            title: "P".into(),
+            matrices: BTreeMap::new(),
+            claims: vec![],
+        }
+    }
+
+    /// `rows` as the results of matrix `m`, the one `claim` names.
+    fn results(rows: Vec<ResultRow>) -> BTreeMap<String, (Vec<ResultRow>, PathBuf)> {
+        BTreeMap::from([("m".to_string(), (rows, PathBuf::from("/nonexistent")))])
+    }
+
     fn row(policy: &str, workload: &str, secs: f64) -> ResultRow {
         ResultRow {
             id: format!("{policy}-{workload}"),
@@ -981,19 +996,13 @@ mod tests {
 
     #[test]
     fn verdicts_follow_direction_and_magnitude() {
-        let f = ClaimFile {
-            paper: "p".into(),
-            title: "P".into(),
-            matrices: BTreeMap::new(),
-            claims: vec![],
-        };
-        let rows = vec![
+        let f = bare_file();
+        let res = results(vec![
             row("a", "w1", 1.0),
             row("b", "w1", 1.5),
             row("a", "w2", 1.0),
             row("b", "w2", 0.9),
-        ];
-        let res = BTreeMap::from([("m".to_string(), (rows, PathBuf::from("/nonexistent")))]);
+        ]);
         let v = |c: Claim| judge(&f, &c, &res);
         // a wins w1 by 1.5x, loses w2 (gain 0.9): each → partly, geomean 1.16 → better.
         assert_eq!(
@@ -1030,15 +1039,13 @@ mod tests {
     /// at least LONG_RUN_S, and the summary counts a headline only when it holds there.
     #[test]
     fn the_direction_on_long_runs_is_judged_on_long_cells_alone() {
-        let f = ClaimFile {
-            paper: "p".into(),
-            title: "P".into(),
-            matrices: BTreeMap::new(),
-            claims: vec![],
-        };
+        let f = bare_file();
         let judged = |rows: Vec<ResultRow>| {
-            let res = BTreeMap::from([("m".to_string(), (rows, PathBuf::from("/nonexistent")))]);
-            judge(&f, &claim(Expect::Better, Aggregate::Geomean, None), &res)
+            judge(
+                &f,
+                &claim(Expect::Better, Aggregate::Geomean, None),
+                &results(rows),
+            )
         };
         // Better on the long cell (1.5x), worse on the short one: holds on long runs.
         let long_win = judged(vec![
@@ -1062,6 +1069,23 @@ mod tests {
         // No long cell: unknown.
         let short_only = judged(vec![row("a", "w2", 1.0), row("b", "w2", 2.0)]);
         assert_eq!(short_only.direction_on_long_runs, None);
+        // A tie holds on long runs only if it holds in every long cell.
+        let tie = |rows| {
+            judge(
+                &f,
+                &claim(Expect::Tie, Aggregate::Each, None),
+                &results(rows),
+            )
+        };
+        let level = tie(vec![row("a", "w1", 100.0), row("b", "w1", 101.0)]);
+        assert_eq!(level.direction_on_long_runs, Some(true));
+        let uneven = tie(vec![
+            row("a", "w1", 100.0),
+            row("b", "w1", 101.0),
+            row("a", "w3", 100.0),
+            row("b", "w3", 150.0),
+        ]);
+        assert_eq!(uneven.direction_on_long_runs, Some(false));
         let files = [f.clone()];
         let summary = summary_md(&files, &[long_win, short_win, short_only], false);
         assert!(summary.contains("| 3 of 3 | 1 |"), "{summary}");
