@@ -90,6 +90,11 @@ pub struct WorkloadSpec {
     /// Label in reports; defaults to the name plus any `mix`/`kernel` setting.
     #[serde(default)]
     pub label: Option<String>,
+    /// The matrix's machines this workload runs on (all of them if absent): a paper
+    /// may evaluate a workload on one device only, and a long cell costs too much to
+    /// repeat where no claim reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machines: Option<Vec<String>>,
 }
 
 /// What the command line asked for.
@@ -313,6 +318,22 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
     }
     if let Some(m) = &args.machines {
         spec.machines = m.clone();
+        // A workload the matrix runs on some machines only keeps those of them the
+        // flag names; one left with none is dropped, and said so.
+        spec.workloads.retain_mut(|w| {
+            let Some(own) = &mut w.machines else {
+                return true;
+            };
+            let all = own.join(", ");
+            own.retain(|x| m.contains(x));
+            if own.is_empty() {
+                eprintln!(
+                    "note: workload {} runs only on {all} in the {title}, none of --machines; it is left out",
+                    w.name
+                );
+            }
+            !own.is_empty()
+        });
     }
     if args.seed.is_some() {
         spec.seed = args.seed;
@@ -444,7 +465,8 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
             .build(probe.config_seed())
             .shape()
             .footprint_bytes;
-        for m in &machines {
+        let own_machines = workload_machines(w, &machines, &label)?;
+        for m in &own_machines {
             for r in &ratios {
                 let cfg = build_config(spec, w, "first-touch", m, r)?;
                 cfg.machine
@@ -469,7 +491,7 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
                 runs.push(PlannedRun {
                     id,
                     workload: label.clone(),
-                    machine: m.clone(),
+                    machine: m.to_string(),
                     ratio: ratio.to_string(),
                     policy: policy.to_string(),
                     reference,
@@ -499,6 +521,28 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
         }
     }
     Ok(runs)
+}
+
+/// The machines of `machines` (the matrix's) that workload `w` runs on: all of them,
+/// or those its own `machines` names, each of which must be one of the matrix's.
+fn workload_machines<'a>(
+    w: &WorkloadSpec,
+    machines: &'a [String],
+    label: &str,
+) -> Result<Vec<&'a String>> {
+    let Some(own) = &w.machines else {
+        return Ok(machines.iter().collect());
+    };
+    if own.is_empty() {
+        bail!("workload `{label}` has an empty `machines`; leave it out to run on every machine");
+    }
+    if let Some(x) = own.iter().find(|x| !machines.contains(x)) {
+        bail!(
+            "workload `{label}`'s machines name `{x}`, which the comparison does not run; valid: {}",
+            machines.join(", ")
+        );
+    }
+    Ok(machines.iter().filter(|m| own.contains(m)).collect())
 }
 
 /// A `policy_set` may only name registered policies: a misspelt name would drop its
@@ -1200,6 +1244,7 @@ mod tests {
                     set: vec!["workload.scale=0.01".into()],
                     policy_set: BTreeMap::new(),
                     label: None,
+                    machines: None,
                 })
                 .collect(),
         }
@@ -1310,6 +1355,52 @@ mod tests {
         assert!(
             e.contains("policy_set names `memtsi`, which is not a registered policy"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_workload_runs_on_its_own_machines_only() {
+        let mut m = spec(&["autonuma"], &["gups", "pmbench"], &["1:8"]);
+        m.machines = vec!["cxl".into(), "optane".into()];
+        m.workloads[1].machines = Some(vec!["optane".into()]);
+        let runs = plan(&m).unwrap();
+        let on = |w: &str, machine: &str| {
+            runs.iter()
+                .filter(|r| r.workload == w && r.machine == machine)
+                .count()
+        };
+        assert_eq!(on("gups", "cxl"), on("gups", "optane"));
+        assert!(on("gups", "cxl") > 0 && on("pmbench", "optane") > 0);
+        assert_eq!(on("pmbench", "cxl"), 0);
+        // A machine the comparison does not run is named, with the valid ones.
+        m.workloads[1].machines = Some(vec!["cxl-lowbw".into()]);
+        let e = plan(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("workload `pmbench`'s machines name `cxl-lowbw`")
+                && e.contains("cxl, optane"),
+            "{e}"
+        );
+        m.workloads[1].machines = Some(vec![]);
+        assert!(plan(&m)
+            .unwrap_err()
+            .to_string()
+            .contains("empty `machines`"));
+        // `--machines` keeps a narrowed workload's machines among those it names and
+        // leaves out a workload with none left.
+        let config = "policies = [\"autonuma\"]\nratios = [\"1:8\"]\nmachines = [\"cxl\", \"optane\"]\n\
+            [[workloads]]\nname = \"gups\"\n[[workloads]]\nname = \"pmbench\"\nmachines = [\"optane\"]\n";
+        let args = |machines: &[&str]| CompareArgs {
+            config: Some(("m.toml".into(), config.into())),
+            machines: Some(machines.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        let (s, _) = resolve_spec(&args(&["cxl"])).unwrap();
+        assert_eq!(s.workloads.len(), 1);
+        assert_eq!(s.workloads[0].name, "gups");
+        let (s, _) = resolve_spec(&args(&["optane", "cxl-lowbw"])).unwrap();
+        assert_eq!(
+            s.workloads[1].machines.as_deref(),
+            Some(&["optane".to_string()][..])
         );
     }
 
