@@ -703,6 +703,36 @@ mod tests {
         );
     }
 
+    /// A sampled fast tier of a few hundred pages (the `freqtier` suite's GAP cells at
+    /// 1:32: 34 MiB of a 1.2 GiB machine at 1/16, 134 MiB of 4.7 GiB at 1/64) must
+    /// still leave room for one promotion where kswapd stops, or nothing is ever
+    /// promoted. With each watermark rounded on its own, the first case's step was 1
+    /// page: kswapd stopped at 4 free pages where a promotion needed 5.
+    #[test]
+    fn a_small_sampled_fast_tier_leaves_room_for_a_promotion_where_kswapd_stops() {
+        use tierkit_sim::machine::{linux_watermarks, sampled_watermarks};
+        let pages = |mib: u64| mib * MIB / PAGE_SIZE;
+        for (fast, total) in [(34, 1_224), (134, 4_515), (16, 80), (4_096, 36_864)] {
+            for rate in [1.0 / 8.0, 1.0 / 16.0, 1.0 / 64.0, 1.0 / 256.0] {
+                let full = linux_watermarks(pages(fast), pages(total));
+                let wm = sampled_watermarks(full, rate);
+                assert!(wm.min < wm.low && wm.low < wm.high, "{wm:?}");
+                assert!(
+                    migrate_balanced(promo_watermark(wm), wm, 1),
+                    "{fast} MiB of {total} at {rate}: {wm:?}"
+                );
+            }
+        }
+        // A tier large enough keeps the full machine's watermarks, each shrunk.
+        let full = linux_watermarks(pages(4_096), pages(36_864));
+        let wm = sampled_watermarks(full, 1.0 / 8.0);
+        let shrunk = |p: u64| (p as f64 / 8.0).round() as u64;
+        assert_eq!(
+            (wm.min, wm.low, wm.high),
+            (shrunk(full.min), shrunk(full.low), shrunk(full.high))
+        );
+    }
+
     #[test]
     fn kswapd_starts_below_low_watermark_and_restores_the_promotion_watermark() {
         let fast_pages = 16 * MIB / PAGE_SIZE;

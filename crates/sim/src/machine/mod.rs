@@ -93,6 +93,27 @@ pub fn linux_watermarks(capacity: u64, total: u64) -> Watermarks {
     }
 }
 
+/// The smallest step between a sampled tier's watermarks, in pages.
+///
+/// Linux reclaims up to `high + step` (`WMARK_PROMO`, and `high` itself is
+/// `low + step`) and promotes a page only while free memory stays above
+/// `high + 1`, so a promotion fits only if `step ≥ 2`. On a real zone the step is at
+/// least 0.1% of it (thousands of pages); shrunk with a small sampled tier it rounds
+/// to 1 or 0, kswapd then stops where every promotion still fails, and nothing is
+/// ever promoted (docs/sampling.md, "Watermarks of a small sampled tier").
+pub const MIN_SAMPLED_WATERMARK_STEP: u64 = 2;
+
+/// Watermarks `w` of a full tier on the machine sampled at `rate`: each shrinks with
+/// it, but `low` stays at least [`MIN_SAMPLED_WATERMARK_STEP`] above `min` and `high`
+/// as far above `low`.
+pub fn sampled_watermarks(w: Watermarks, rate: f64) -> Watermarks {
+    let shrink = |pages: u64| (pages as f64 * rate).round() as u64;
+    let min = shrink(w.min);
+    let low = shrink(w.low).max(min + MIN_SAMPLED_WATERMARK_STEP);
+    let high = shrink(w.high).max(low + MIN_SAMPLED_WATERMARK_STEP);
+    Watermarks { min, low, high }
+}
+
 /// The machine.
 pub struct Machine {
     /// Tier descriptions handed to policies.
@@ -249,11 +270,7 @@ impl Machine {
                     if p.space_scale.is_exact() {
                         w
                     } else {
-                        Watermarks {
-                            min: shrink(w.min),
-                            low: shrink(w.low),
-                            high: shrink(w.high),
-                        }
+                        sampled_watermarks(w, rate)
                     }
                 },
                 busy_until: 0.0,
