@@ -11,7 +11,9 @@ def get(w, m, r, p, f):
             return float(x[f]) if f!='promoted_pages' else int(x[f])
     return None
 wls = ['cachelib','graph-bfs','graph-bc','graph-cc','xgboost']
-pols = ['freqtier','autonuma','tpp','hemem','linux-tiering','first-touch']
+pols = ['freqtier','linux-tiering-mglru','autonuma','tpp','hemem','linux-tiering','first-touch']
+# The paper's AutoNUMA is Linux 6.2 tiering with MGLRU demotion (§VI).
+AN = 'linux-tiering-mglru'
 print("| workload | machine | ratio | sim s | " + " | ".join(pols) + " | freqtier promoted |")
 print("|---|---|---|---:|" + "---:|"*len(pols) + "---:|")
 for w in wls:
@@ -29,26 +31,26 @@ print("| claim | paper | tierkit (freqtier suite) | reproduced? | why |")
 print("|---|---|---|---|---|")
 # 1 CacheLib beats all baselines at every ratio (CXL-1)
 lost = [f"{r} vs {p} ({sd('cachelib','cxl',r,'freqtier'):.3f} vs {sd('cachelib','cxl',r,p):.3f})"
-        for r in ['1:32','1:16','1:8'] for p in ['autonuma','tpp','hemem'] if sd('cachelib','cxl',r,'freqtier') >= sd('cachelib','cxl',r,p)]
-beat = "beats autonuma and tpp at every ratio" if not any('autonuma' in l or 'tpp' in l for l in lost) else "does not beat autonuma/tpp everywhere"
+        for r in ['1:32','1:16','1:8'] for p in [AN,'tpp','hemem'] if sd('cachelib','cxl',r,'freqtier') >= sd('cachelib','cxl',r,p)]
+beat = "beats AutoNUMA and TPP at every ratio" if not any(AN in l or 'tpp' in l for l in lost) else "does not beat AutoNUMA/TPP everywhere"
 print(f"| CacheLib: beats all baselines at every ratio | §VII-A, Fig. 8 | {beat}; loses to {'; '.join(l for l in lost) or 'none'} | {'yes' if not lost else 'no'} | 5-minute runs of a 64 GiB cache at 18 µs per request (sampled at 1/8): first-touch is within 1.3% of all-fast, so the tiering CPU on the application's cores decides the order; FreqTier's 2.8–4.8 M migrations (demotions while the cache fills) cost less than HeMem's busy-polling sampler, which takes 1/17 of the application's 16 cores (charged since 2026-11-27; before, with the poller not charged, HeMem ran as fast as first-touch and FreqTier lost to it) |")
 # 2 GAP at 1:32 over AutoNUMA
-g = {k: sd(k,'cxl','1:32','autonuma')/sd(k,'cxl','1:32','freqtier')-1 for k in ['graph-bc','graph-bfs','graph-cc']}
+g = {k: sd(k,'cxl','1:32',AN)/sd(k,'cxl','1:32','freqtier')-1 for k in ['graph-bc','graph-bfs','graph-cc']}
 ok = all(v>0 for v in g.values())
-print(f"| GAP over AutoNUMA at 1:32 (BC / BFS / CC) | +3.8% / +17.3% / +18.2% (§VII-A) | {g['graph-bc']*100:+.1f}% / {g['graph-bfs']*100:+.1f}% / {g['graph-cc']*100:+.1f}% | {'yes' if ok else 'no'} | GAP runs last 0.4–1.4 s at scale 0.5; FreqTier promotes 51–607 pages and pays its sampling |")
+print(f"| GAP over AutoNUMA at 1:32 (BC / BFS / CC) | +3.8% / +17.3% / +18.2% (§VII-A) | {g['graph-bc']*100:+.1f}% / {g['graph-bfs']*100:+.1f}% / {g['graph-cc']*100:+.1f}% | {'yes' if ok else 'no'} | BFS and BC at faithful time (2^25 vertices, ~5 min all-fast, 1/64 by mapping), CC exact and 1.2 s long; FreqTier's lead grows with the fast tier where the paper's shrinks (gone at 1:8): Linux tiering with MGLRU promotes millions of pages a search touches once and runs behind first-touch on BFS (docs/policies/freqtier.md) |")
 # 3 GAP at 1:8 ≈ AutoNUMA
-g8 = {k: sd(k,'cxl','1:8','autonuma')/sd(k,'cxl','1:8','freqtier')-1 for k in ['graph-bc','graph-bfs','graph-cc']}
+g8 = {k: sd(k,'cxl','1:8',AN)/sd(k,'cxl','1:8','freqtier')-1 for k in ['graph-bc','graph-bfs','graph-cc']}
 close = all(abs(v)<0.03 for v in g8.values())
 print(f"| GAP at 1:8: FreqTier ≈ AutoNUMA | §VII-A | {g8['graph-bc']*100:+.1f}% / {g8['graph-bfs']*100:+.1f}% / {g8['graph-cc']*100:+.1f}% (BC / BFS / CC, over AutoNUMA) | {'yes' if close else 'no'} | within 3% counts as ≈ |")
 # 4 XGBoost 1:32 %all-local vs AutoNUMA
-xf, xa = 1/sd('xgboost','cxl','1:32','freqtier'), 1/sd('xgboost','cxl','1:32','autonuma')
+xf, xa = 1/sd('xgboost','cxl','1:32','freqtier'), 1/sd('xgboost','cxl','1:32',AN)
 print(f"| XGBoost 1:32: FreqTier 95.9% of all-local, 7.6 points above AutoNUMA | §VII-A | FreqTier {xf*100:.1f}%, AutoNUMA {xa*100:.1f}% of all-local ({(xf-xa)*100:+.1f} points) | {'partly' if xf>xa else 'no'} | our XGBoost-like workload is not the paper's; runs ~2 s |")
 # 5 CXL-2 low bandwidth, all workloads at 1:32
 lw = [w for w in wls if sd(w,'cxl-lowbw','1:32','freqtier') is not None]
-rat = [sd(w,'cxl-lowbw','1:32','autonuma')/sd(w,'cxl-lowbw','1:32','freqtier') for w in lw]
+rat = [sd(w,'cxl-lowbw','1:32',AN)/sd(w,'cxl-lowbw','1:32','freqtier') for w in lw]
 gm = math.exp(sum(map(math.log,rat))/len(rat))
 wins = sum(r>1 for r in rat)
-print(f"| Low-bandwidth CXL (CXL-2): FreqTier > AutoNUMA on every workload, 1.14× on average | §VII-B, Fig. 10 | 1:32 on `cxl-lowbw`: ahead on {wins} of {len(rat)} workloads, geomean {gm:.3f}× | {'yes' if wins==len(rat) and gm>1 else ('partly' if gm>1 else 'no')} | the GAP and XGBoost runs are short, as above |")
+print(f"| Low-bandwidth CXL (CXL-2): FreqTier > AutoNUMA on every workload, 1.14× on average | §VII-B, Fig. 10 | 1:32 on `cxl-lowbw`: ahead on {wins} of {len(rat)} workloads, geomean {gm:.3f}× | {'yes' if wins==len(rat) and gm>1 else ('partly' if gm>1 else 'no')} | BFS and BC run on `cxl` only; CC and XGBoost are exact and short |")
 # 6 CDN: FreqTier 1:32 beats AutoNUMA 1:16
-f32, a16 = sd('cachelib','cxl','1:32','freqtier'), sd('cachelib','cxl','1:16','autonuma')
-print(f"| CacheLib: 2× less local DRAM than AutoNUMA (FreqTier 1:32 beats AutoNUMA 1:16) | §VII-A | FreqTier 1:32 {f32:.3f}× vs AutoNUMA 1:16 {a16:.3f}× | {'partly' if f32<a16 else 'no'} | the ordering holds, but not for the paper's reason: AutoNUMA (mode 1) promotes nothing once first touch has filled DRAM and pays ~43 s of hinting faults, while FreqTier stays within 1.4% of first-touch |")
+f32, a16 = sd('cachelib','cxl','1:32','freqtier'), sd('cachelib','cxl','1:16',AN)
+print(f"| CacheLib: 2× less local DRAM than AutoNUMA (FreqTier 1:32 beats AutoNUMA 1:16) | §VII-A | FreqTier 1:32 {f32:.3f}× vs AutoNUMA 1:16 {a16:.3f}× | {'partly' if f32<a16 else 'no'} | the ordering holds, but by AutoNUMA's tiering CPU on the application's cores (it promotes and demotes the cache's fill), not by its hit ratio: first-touch is within 1.3% of all-fast |")
