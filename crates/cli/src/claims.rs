@@ -1040,51 +1040,49 @@ mod tests {
     #[test]
     fn the_direction_on_long_runs_is_judged_on_long_cells_alone() {
         let f = bare_file();
-        let judged = |rows: Vec<ResultRow>| {
-            judge(
-                &f,
-                &claim(Expect::Better, Aggregate::Geomean, None),
-                &results(rows),
-            )
-        };
+        let better = claim(Expect::Better, Aggregate::Geomean, None);
+        let judged = |c: &Claim, rows: Vec<ResultRow>| judge(&f, c, &results(rows));
         // Better on the long cell (1.5x), worse on the short one: holds on long runs.
-        let long_win = judged(vec![
-            row("a", "w1", 100.0),
-            row("b", "w1", 150.0),
-            row("a", "w2", 1.0),
-            row("b", "w2", 0.9),
-        ]);
+        let long_win = judged(
+            &better,
+            vec![
+                row("a", "w1", 100.0),
+                row("b", "w1", 150.0),
+                row("a", "w2", 1.0),
+                row("b", "w2", 0.9),
+            ],
+        );
         assert_eq!(long_win.verdict, Verdict::Reproduced);
         assert_eq!(long_win.direction_on_long_runs, Some(true));
         // Worse on the long cell, far better on the short one: in direction overall,
         // not on long runs.
-        let short_win = judged(vec![
-            row("a", "w1", 100.0),
-            row("b", "w1", 90.0),
-            row("a", "w2", 1.0),
-            row("b", "w2", 2.0),
-        ]);
+        let short_win = judged(
+            &better,
+            vec![
+                row("a", "w1", 100.0),
+                row("b", "w1", 90.0),
+                row("a", "w2", 1.0),
+                row("b", "w2", 2.0),
+            ],
+        );
         assert_eq!(short_win.verdict, Verdict::Reproduced);
         assert_eq!(short_win.direction_on_long_runs, Some(false));
         // No long cell: unknown.
-        let short_only = judged(vec![row("a", "w2", 1.0), row("b", "w2", 2.0)]);
+        let short_only = judged(&better, vec![row("a", "w2", 1.0), row("b", "w2", 2.0)]);
         assert_eq!(short_only.direction_on_long_runs, None);
         // A tie holds on long runs only if it holds in every long cell.
-        let tie = |rows| {
-            judge(
-                &f,
-                &claim(Expect::Tie, Aggregate::Each, None),
-                &results(rows),
-            )
-        };
-        let level = tie(vec![row("a", "w1", 100.0), row("b", "w1", 101.0)]);
+        let tie = claim(Expect::Tie, Aggregate::Each, None);
+        let level = judged(&tie, vec![row("a", "w1", 100.0), row("b", "w1", 101.0)]);
         assert_eq!(level.direction_on_long_runs, Some(true));
-        let uneven = tie(vec![
-            row("a", "w1", 100.0),
-            row("b", "w1", 101.0),
-            row("a", "w3", 100.0),
-            row("b", "w3", 150.0),
-        ]);
+        let uneven = judged(
+            &tie,
+            vec![
+                row("a", "w1", 100.0),
+                row("b", "w1", 101.0),
+                row("a", "w3", 100.0),
+                row("b", "w3", 150.0),
+            ],
+        );
         assert_eq!(uneven.direction_on_long_runs, Some(false));
         let files = [f.clone()];
         let summary = summary_md(&files, &[long_win, short_win, short_only], false);

@@ -107,11 +107,16 @@ pub const MIN_SAMPLED_WATERMARK_STEP: u64 = 2;
 /// it, but `low` stays at least [`MIN_SAMPLED_WATERMARK_STEP`] above `min` and `high`
 /// as far above `low`.
 pub fn sampled_watermarks(w: Watermarks, rate: f64) -> Watermarks {
-    let shrink = |pages: u64| (pages as f64 * rate).round() as u64;
+    let shrink = |pages| shrink_pages(pages, rate);
     let min = shrink(w.min);
     let low = shrink(w.low).max(min + MIN_SAMPLED_WATERMARK_STEP);
     let high = shrink(w.high).max(low + MIN_SAMPLED_WATERMARK_STEP);
     Watermarks { min, low, high }
+}
+
+/// `pages` of the full machine on the machine sampled at `rate`, to the nearest page.
+fn shrink_pages(pages: u64, rate: f64) -> u64 {
+    (pages as f64 * rate).round() as u64
 }
 
 /// The machine.
@@ -235,9 +240,6 @@ impl Machine {
         let rate = p.space_scale.rate();
         let event_weight = 1.0 / rate;
 
-        // Watermarks come from the full machine (min_free_kbytes grows with the square
-        // root of memory), then shrink with it like every other extensive quantity.
-        let shrink = |pages: u64| (pages as f64 * rate).round() as u64;
         let capacity_pages: Vec<u64> = p
             .tiers
             .capacity_pages
@@ -252,7 +254,7 @@ impl Machine {
                     // share of a footprint varies around `rate`, so leave room to spare.
                     (cap as f64 * rate).ceil() as u64 * 2 + 2 * SUBPAGES_PER_HUGE
                 } else {
-                    shrink(cap).max(1)
+                    shrink_pages(cap, rate).max(1)
                 }
             })
             .collect();
@@ -266,6 +268,9 @@ impl Machine {
                 capacity: cap,
                 used: 0,
                 wm: {
+                    // Watermarks come from the full machine (min_free_kbytes grows
+                    // with the square root of memory), then shrink with it like every
+                    // other extensive quantity.
                     let w = linux_watermarks(full_cap, total);
                     if p.space_scale.is_exact() {
                         w
@@ -330,7 +335,7 @@ impl Machine {
             hot_set_pages: if p.space_scale.is_exact() {
                 p.tiers.hot_set_pages
             } else {
-                shrink(p.tiers.hot_set_pages).max(1)
+                shrink_pages(p.tiers.hot_set_pages, rate).max(1)
             },
             sampler: p.sampler,
             costs: p.costs,
