@@ -60,7 +60,7 @@ pub fn working_set_bytes() -> u64 {
 pub fn host_random_rmw_per_s(bytes: u64, ops: u64, reps: usize, huge: bool) -> f64 {
     let n = ((bytes / 8).max(1) as usize).next_power_of_two();
     let mut a = if huge {
-        tierkit_sim::prefetch::vec_on_huge_pages(0u64, n)
+        tierkit_core::host::vec_on_huge_pages(0u64, n)
     } else {
         vec![0u64; n]
     };

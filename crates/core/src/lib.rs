@@ -19,6 +19,8 @@
 //!   run simulates, and how a policy scales its extensive parameters with it.
 //! - [`policy`]: the [`Policy`](policy::Policy) trait and the [`Event`](policy::Event)s
 //!   it is called with.
+//! - [`host`]: hints to the host CPU and kernel (a prefetch, huge pages) that the
+//!   simulator's and the generators' large arrays use; they change speed, never a result.
 //! - [`error`]: [`ConfigError`](error::ConfigError), the error of every configuration
 //!   check (policies, workloads, machine, daemon).
 //!
@@ -29,6 +31,7 @@
 #[doc(hidden)]
 pub mod doc_tables;
 pub mod error;
+pub mod host;
 pub mod mechanisms;
 pub mod policy;
 pub mod scale;

@@ -21,7 +21,6 @@ pub mod future;
 pub mod llc;
 pub mod machine;
 pub mod metrics;
-pub mod prefetch;
 pub mod sampling;
 pub mod space;
 pub mod testing;

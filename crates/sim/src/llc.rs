@@ -52,7 +52,7 @@ impl Llc {
             "LLC set count must be a power of two"
         );
         let n = (sets * ways as u64) as usize;
-        let tags = crate::prefetch::vec_on_huge_pages(EMPTY, n + TAGS_PER_HOST_LINE);
+        let tags = tierkit_core::host::vec_on_huge_pages(EMPTY, n + TAGS_PER_HOST_LINE);
         let misalign = (tags.as_ptr() as usize / 8) % TAGS_PER_HOST_LINE;
         Llc {
             ways: ways as usize,
@@ -77,7 +77,7 @@ impl Llc {
         // Every host line of the set: a 16-way set spans two.
         let mut way = 0;
         while way < self.ways {
-            crate::prefetch::prefetch(&self.tags[base + way]);
+            tierkit_core::host::prefetch(&self.tags[base + way]);
             way += TAGS_PER_HOST_LINE;
         }
     }

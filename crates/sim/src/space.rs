@@ -171,7 +171,10 @@ impl AddressSpace {
             i,
             VmaState {
                 vma,
-                pages: crate::prefetch::vec_on_huge_pages(PageState::EMPTY, vma.nr_pages as usize),
+                pages: tierkit_core::host::vec_on_huge_pages(
+                    PageState::EMPTY,
+                    vma.nr_pages as usize,
+                ),
                 strata,
             },
         );

@@ -76,7 +76,7 @@ use tierkit_core::{
     ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE,
 };
 
-use crate::common;
+use crate::common::{self, prefetch};
 use crate::layout::{Layout, Mapping};
 use crate::zipf::Zipfian;
 use crate::{thread_rng, BATCH_OPS};
@@ -804,19 +804,6 @@ impl Cachelib {
             (u64::from(*self.class_bytes.last().unwrap_or(&0)) / PAGE_SIZE) as usize + 2;
         9 + self.read_lines as usize + max_pages
     }
-}
-
-/// Hint the host CPU that `r` will be read soon; no effect on the stream.
-#[inline(always)]
-fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults and reads nothing into Rust state.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch(r as *const T as *const i8, _MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
 }
 
 /// Remove item `i` from its class's LRU list.

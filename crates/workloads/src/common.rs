@@ -2,6 +2,7 @@
 //! checks behind every `validate()`.
 
 use rand::RngCore;
+pub(crate) use tierkit_core::host::prefetch;
 use tierkit_core::ConfigError;
 use tierkit_core::{GIB, PAGE_SIZE};
 

@@ -92,7 +92,7 @@ impl Machine {
         let vpn = addr >> PAGE_SHIFT;
         if let Some(v) = self.spaces[pid].cached_vma() {
             if v.vma.contains(vpn) {
-                crate::prefetch::prefetch(&v.pages[(vpn - v.vma.start_vpn) as usize]);
+                tierkit_core::host::prefetch(&v.pages[(vpn - v.vma.start_vpn) as usize]);
             }
         }
         if let Some(llc) = &self.llc {

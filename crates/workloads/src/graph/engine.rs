@@ -52,6 +52,7 @@
 //!   cache is for the simulated LLC to decide.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use tierkit_core::{Op, StreamSampler, PAGE_SIZE};
 
@@ -169,14 +170,73 @@ impl TrialRecording {
     }
 }
 
+/// Which pages of process 0 a sampled stream keeps: the sampler's decision for each
+/// page of a span, one bit a page, looked up per access. The sampler's own test
+/// (a search of the mappings, then two hashes) took a sixth of a sampled
+/// `graph-bc`'s generation time; a kernel's arrays are mapped once, so the bits
+/// are computed once. An address outside the span, or any address once the
+/// mappings changed, asks the sampler.
+#[derive(Debug)]
+struct KeptPages {
+    sampler: StreamSampler,
+    first_vpn: u64,
+    /// Pages the bits cover; 0 once the mappings changed.
+    nr_pages: u64,
+    /// Bit `i` is set when page `first_vpn + i` is kept.
+    bits: Vec<u64>,
+}
+
+impl KeptPages {
+    /// Spans longer than this (4 TiB of address space, 128 MiB of bits) ask the
+    /// sampler for every access instead.
+    const MAX_SPAN_PAGES: u64 = 1 << 30;
+
+    fn new(sampler: StreamSampler, vpns: Range<u64>) -> Self {
+        let mut span = vpns.end.saturating_sub(vpns.start);
+        let mut bits = Vec::new();
+        if span > Self::MAX_SPAN_PAGES {
+            span = 0;
+        } else {
+            bits = vec![0u64; span.div_ceil(64) as usize];
+            for (i, vpn) in vpns.clone().enumerate() {
+                if sampler.keeps(0, vpn << tierkit_core::PAGE_SHIFT) {
+                    bits[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        KeptPages {
+            sampler,
+            first_vpn: vpns.start,
+            nr_pages: span,
+            bits,
+        }
+    }
+
+    #[inline]
+    fn keeps(&self, addr: u64) -> bool {
+        let i = (addr >> tierkit_core::PAGE_SHIFT).wrapping_sub(self.first_vpn);
+        if i < self.nr_pages {
+            self.bits[(i / 64) as usize] >> (i % 64) & 1 == 1
+        } else {
+            self.sampler.keeps(0, addr)
+        }
+    }
+
+    fn observe(&mut self, op: &Op) {
+        self.sampler.observe(0, op);
+        self.nr_pages = 0;
+        self.bits = Vec::new();
+    }
+}
+
 /// A sink that appends to one queue of operations per thread (and, when trials are
 /// replayed, to the recording of the computed trials).
 #[derive(Debug)]
 pub(crate) struct Queues {
     queues: Vec<VecDeque<Op>>,
     gap_ns: u32,
-    /// Only accesses of process 0 this sampler keeps are emitted.
-    keep: Option<StreamSampler>,
+    /// Only accesses of process 0 this filter keeps are emitted.
+    keep: Option<KeptPages>,
     /// Set when trials are replayed; records from the first trial mark on.
     recording: Option<TrialRecording>,
 }
@@ -203,8 +263,8 @@ impl Queues {
 impl Sink for Queues {
     #[inline]
     fn access(&mut self, thread: usize, addr: u64, write: bool) {
-        if let Some(sampler) = &self.keep {
-            if !sampler.keeps(0, addr) {
+        if let Some(kept) = &self.keep {
+            if !kept.keeps(addr) {
                 return;
             }
         }
@@ -219,8 +279,8 @@ impl Sink for Queues {
     }
 
     fn op(&mut self, thread: usize, op: Op) {
-        if let Some(sampler) = &mut self.keep {
-            sampler.observe(0, &op);
+        if let Some(kept) = &mut self.keep {
+            kept.observe(&op);
         }
         self.push(thread, op);
     }
@@ -305,8 +365,8 @@ impl<P: Program> Runner<P> {
     /// Emit only the accesses of process 0 that `sampler` keeps (a workload's
     /// [`tierkit_core::Workload::restrict_to`]), `sampler` knowing the workload's
     /// mappings. Call before the first [`Runner::fill`].
-    pub(crate) fn keep_only(&mut self, sampler: StreamSampler) {
-        self.queues.keep = Some(sampler);
+    pub(crate) fn keep_only(&mut self, sampler: StreamSampler, vpns: Range<u64>) {
+        self.queues.keep = Some(KeptPages::new(sampler, vpns));
     }
 
     /// True once [`Runner::keep_only`] has restricted the stream to a sample.
@@ -596,6 +656,63 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_pages_decide_as_the_sampler_inside_their_span_and_after_a_remap() {
+        use tierkit_core::{RegionSampler, SampleStrata, SpaceScale, PAGE_SHIFT};
+        let sampler =
+            RegionSampler::new(SpaceScale::new(1.0 / 8.0), 11).with_strata(SampleStrata::Mapping);
+        let mut stream = StreamSampler::new(sampler);
+        // Two mappings with a hole between them and partial regions at both ends.
+        let maps = [
+            (1u64 << 30, 37u64 << 21),
+            ((1u64 << 30) + (40 << 21), 5 << 12),
+        ];
+        for &(addr, len) in &maps {
+            stream.observe(
+                0,
+                &Op::Mmap {
+                    addr,
+                    len,
+                    kind: tierkit_core::VmaKind::Anon,
+                },
+            );
+        }
+        let first = maps[0].0 >> PAGE_SHIFT;
+        let end = (maps[1].0 + maps[1].1) >> PAGE_SHIFT;
+        let mut kept = KeptPages::new(stream.clone(), first..end);
+        let (mut yes, mut no) = (0, 0);
+        // Every page of the span, and pages on either side of it.
+        for vpn in first - 600..end + 600 {
+            let addr = vpn << PAGE_SHIFT | 0x123;
+            let want = stream.keeps(0, addr);
+            assert_eq!(kept.keeps(addr), want, "page {vpn:#x}");
+            if want {
+                yes += 1
+            } else {
+                no += 1
+            }
+        }
+        assert!(
+            yes > 0 && no > 0,
+            "a test of one answer only: {yes} kept, {no} not"
+        );
+        // Once the mappings change, every answer is the sampler's again.
+        let unmap = Op::Munmap {
+            addr: maps[0].0,
+            len: 4 << 21,
+        };
+        stream.observe(0, &unmap);
+        kept.observe(&unmap);
+        for vpn in first..end {
+            let addr = vpn << PAGE_SHIFT;
+            assert_eq!(
+                kept.keeps(addr),
+                stream.keeps(0, addr),
+                "page {vpn:#x} after munmap"
+            );
+        }
+    }
 
     fn pieces(pf: &mut ParFor) -> Vec<(usize, u64, u64)> {
         std::iter::from_fn(|| pf.next_piece()).collect()

@@ -70,7 +70,9 @@ use tierkit_core::ConfigError;
 
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, WorkloadShape, PAGE_SIZE};
+use tierkit_core::{
+    Op, ProcessShape, RegionSampler, VmaKind, WorkloadShape, PAGE_SHIFT, PAGE_SIZE,
+};
 
 use crate::common;
 use crate::layout::{Layout, Mapping};
@@ -683,7 +685,10 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
         for m in &self.mappings {
             kept.observe(0, &m.mmap_op());
         }
-        self.runner.keep_only(kept);
+        let first = self.mappings.iter().map(|m| m.addr).min().unwrap_or(0);
+        let end = self.mappings.iter().map(|m| m.end()).max().unwrap_or(0);
+        self.runner
+            .keep_only(kept, first >> PAGE_SHIFT..end.div_ceil(PAGE_SIZE));
         true
     }
 }
@@ -822,7 +827,7 @@ mod tests {
     use super::engine::testing::{record, Event};
     use super::*;
     use crate::testutil::{accesses, check_restricted, check_structure, drain};
-    use crate::{GraphBfs, GraphBfsConfig, GraphPr, GraphPrConfig};
+    use crate::{GraphBc, GraphBcConfig, GraphBfs, GraphBfsConfig, GraphPr, GraphPrConfig};
     use tierkit_core::Workload;
 
     #[test]
@@ -941,6 +946,19 @@ mod tests {
         ))
     }
 
+    fn bc(nr_trials: u32, computed_trials: u32, nr_threads: u32) -> Box<dyn Workload> {
+        Box::new(GraphBc::new(
+            &GraphBcConfig {
+                graph_scale: 10,
+                nr_trials,
+                computed_trials,
+                nr_threads,
+                ..GraphBcConfig::default()
+            },
+            5,
+        ))
+    }
+
     #[test]
     fn replayed_pagerank_trials_are_the_computed_stream() {
         // Every PageRank trial makes the same accesses, so replaying one computed trial
@@ -1014,6 +1032,7 @@ mod tests {
         let by_mapping = sampler.with_strata(tierkit_core::SampleStrata::Mapping);
         check_restricted(&|| pr(4, 1, 2), &by_mapping, 1e-12);
         check_restricted(&|| bfs(3, 2, 2), &by_mapping, 1e-12);
+        check_restricted(&|| bc(3, 2, 2), &by_mapping, 1e-12);
         let mut w = pr(2, 1, 1);
         assert!(w.restrict_to(&sampler));
         assert_eq!(
