@@ -4,8 +4,10 @@
 //!
 //! Reference: `src/pebs.c`, `src/pebs.h`, `src/fifo.c`, `src/hemem.h` of HeMem's
 //! release (commit 57fb561 of the `cuhk-mass/hemem` fork). HeMem manages memory in
-//! 2 MiB pages it maps itself from a DAX device; this module tracks every 2 MiB-aligned
-//! virtual range (a *region*) as one HeMem page, whatever the machine's THP mode.
+//! 2 MiB pages it maps itself from a DAX device; this module tracks every aligned
+//! virtual range of `page_kib` (a *region*: 2 MiB by default, 4 KiB for the
+//! re-implementation FreqTier compared against) as one HeMem page, whatever the
+//! machine's THP mode.
 //!
 //! How it runs here:
 //! - **Sampling** (`pebs_scan_thread`): loads that miss the LLC and all stores are
@@ -26,14 +28,17 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use tierkit_core::*;
 
-/// Base pages in one HeMem page: HeMem's `PAGE_SIZE` is `HUGEPAGE_SIZE` (2 MiB).
-const REGION_PAGES: u64 = SUBPAGES_PER_HUGE;
 /// The policy thread's timer.
 const KSWAPD_TIMER: TimerId = 1;
 /// Policy-thread cost of one FIFO operation (lock, unlink, link), ns.
 const LIST_OP_NS: u64 = 20;
 /// `sizeof(struct hemem_page)` on x86-64 (hemem.h at 57fb561; layout in the docs).
 pub const HEMEM_PAGE_STRUCT_BYTES: u64 = 240;
+/// Metadata per page of FreqTier's 4 KiB re-implementation of HeMem (§VII-C: "168
+/// bytes of metadata for each page").
+pub const FREQTIER_HEMEM_PAGE_BYTES: u64 = 168;
+/// HeMem's page sizes, KiB: `HUGEPAGE_SIZE` (its `PAGE_SIZE`) and `BASEPAGE_SIZE`.
+const PAGE_KIB_CHOICES: [u64; 2] = [2048, 4];
 
 /// `hemem` parameters: HeMem's compile-time constants (`pebs.h`), in its units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +76,12 @@ pub struct HememConfig {
     /// application and every tiering system's threads). 0 (the default, HeMem's own
     /// setup: the poller pinned to a core of its own): not charged. Range 0–1024.
     pub busy_poll_shared_cores: u32,
+    /// HeMem's page, the unit it counts, lists and migrates, KiB: 2048 (`PAGE_SIZE =
+    /// HUGEPAGE_SIZE` in hemem.h, the default) or 4 (`BASEPAGE_SIZE`: FreqTier's
+    /// re-implementation for CXL tiered 4 KiB pages, §VII-C). Meant for base pages
+    /// (`machine.thp = "never"`): at 4 KiB on a machine with huge pages, promoting a
+    /// page moves the huge page holding it. Range: 4 or 2048.
+    pub page_kib: u64,
 }
 
 impl Default for HememConfig {
@@ -85,6 +96,7 @@ impl Default for HememConfig {
             cooling_pages: 8192,
             busy_poll_threads: 1,
             busy_poll_shared_cores: 0,
+            page_kib: 2048,
         }
     }
 }
@@ -110,6 +122,13 @@ impl HememConfig {
             return Err(format!(
                 "policy.busy_poll_threads must be in 0..=4, got {}",
                 self.busy_poll_threads
+            )
+            .into());
+        }
+        if !PAGE_KIB_CHOICES.contains(&self.page_kib) {
+            return Err(format!(
+                "policy.page_kib must be 2048 (HeMem's 2 MiB page) or 4 (FreqTier's 4 KiB re-implementation), got {}",
+                self.page_kib
             )
             .into());
         }
@@ -239,7 +258,7 @@ struct Fifo {
     live: u64,
 }
 
-/// One HeMem page: a 2 MiB-aligned virtual range of a process.
+/// One HeMem page: a `page_kib`-aligned virtual range of a process.
 #[derive(Debug, Clone)]
 struct Region {
     pid: Pid,
@@ -270,6 +289,8 @@ struct CoolWalk {
 pub struct Hemem {
     cfg: HememConfig,
     th: Thresholds,
+    /// Base pages in one HeMem page (`page_kib` / 4).
+    region_pages: u64,
     regions: Vec<Region>,
     free_slots: Vec<u32>,
     index: HashMap<(Pid, u64), u32>,
@@ -301,6 +322,7 @@ impl Hemem {
     pub fn new(cfg: HememConfig) -> Hemem {
         Hemem {
             th: cfg.thresholds(),
+            region_pages: (cfg.page_kib * 1024 / PAGE_SIZE).max(1),
             cfg,
             regions: Vec::new(),
             free_slots: Vec::new(),
@@ -385,13 +407,13 @@ impl Hemem {
     /// The region of `(pid, vpn)`, created in `tier`'s cold list if new
     /// (`pebs_allocate_page` enqueues a fresh page as cold).
     fn region_for(&mut self, pid: Pid, vpn: Vpn, tier: TierId) -> u32 {
-        let key = (pid, vpn / REGION_PAGES);
+        let key = (pid, vpn / self.region_pages);
         if let Some(&r) = self.index.get(&key) {
             return r;
         }
         let reg = Region {
             pid,
-            head: key.1 * REGION_PAGES,
+            head: key.1 * self.region_pages,
             counts: AccessCounts::new(self.global_clock),
             fast: tier.is_fast(),
             hot: false,
@@ -418,15 +440,15 @@ impl Hemem {
         self.detach(r);
         let reg = &mut self.regions[r as usize];
         reg.alive = false;
-        self.index.remove(&(reg.pid, reg.head / REGION_PAGES));
+        self.index.remove(&(reg.pid, reg.head / self.region_pages));
         self.free_slots.push(r);
     }
 
     /// Forget regions wholly inside an unmapped range (`pebs_remove_page`).
     fn on_munmap(&mut self, pid: Pid, start: Vpn, nr_pages: u64) {
         let end = start.saturating_add(nr_pages);
-        let first = start.div_ceil(REGION_PAGES);
-        let last = end / REGION_PAGES; // exclusive
+        let first = start.div_ceil(self.region_pages);
+        let last = end / self.region_pages; // exclusive
         let mut doomed: Vec<u32> = if last.saturating_sub(first) <= self.index.len() as u64 {
             (first..last)
                 .filter_map(|i| self.index.get(&(pid, i)).copied())
@@ -448,7 +470,7 @@ impl Hemem {
     fn units_to_move(&self, mech: &mut dyn Mechanisms, r: u32, to: TierId) -> Vec<(Vpn, u64)> {
         let reg = &self.regions[r as usize];
         let mut units = Vec::new();
-        mech.walk_pages(reg.pid, reg.head, REGION_PAGES, &mut |vpn, info| {
+        mech.walk_pages(reg.pid, reg.head, self.region_pages, &mut |vpn, info| {
             let moving = if to.is_fast() {
                 !info.tier.is_fast()
             } else {
@@ -660,10 +682,10 @@ impl Policy for Hemem {
         mech.set_sample_period(SampleKind::Store, self.cfg.sample_period);
         let tiers = mech.tiers();
         self.slow_tier = TierId(tiers.len().min(2) as u8 - 1);
-        // HeMem allocates a hemem_page for every 2 MiB frame of DRAM and NVM at start.
+        // HeMem allocates a hemem_page for every frame of DRAM and NVM at start.
         self.frames = tiers
             .iter()
-            .map(|t| t.capacity_pages.div_ceil(REGION_PAGES))
+            .map(|t| t.capacity_pages.div_ceil(self.region_pages))
             .sum();
         let first = mech.now() + self.cfg.kswapd_interval_us * 1000;
         mech.schedule(first, KSWAPD_TIMER, Runner::Kthread);
@@ -687,7 +709,12 @@ impl Policy for Hemem {
     }
 
     fn metadata_bytes(&self) -> u64 {
-        self.frames * HEMEM_PAGE_STRUCT_BYTES
+        let per_page = if self.region_pages == 1 {
+            FREQTIER_HEMEM_PAGE_BYTES
+        } else {
+            HEMEM_PAGE_STRUCT_BYTES
+        };
+        self.frames * per_page
     }
 
     fn stats(&self) -> Vec<(&'static str, f64)> {
@@ -838,8 +865,19 @@ mod tests {
         /// Fill the fast tier, put one page of `T` in the slow tier, free the fast
         /// tier, then run `then` and wait 50 ms (five migration wake-ups).
         fn scenario(then: Vec<Op>) -> (tierkit_sim::RunOutput, tierkit_sim::machine::Machine) {
+            scenario_with(every_access_sampled(), &[T], then)
+        }
+
+        /// [`scenario`] with `cfg`, the pages `slow` (of `T`'s region) allocated while
+        /// the fast tier is full.
+        fn scenario_with(
+            cfg: HememConfig,
+            slow: &[u64],
+            then: Vec<Op>,
+        ) -> (tierkit_sim::RunOutput, tierkit_sim::machine::Machine) {
             let mut ops: Vec<Op> = (0..1024).map(|i| read(FILL + i * PAGE_SIZE, 0)).collect();
-            ops.push(read(T, 0)); // allocation: the first sample of T
+            // Allocations: the first sample of each.
+            ops.extend(slow.iter().map(|&a| read(a, 0)));
             ops.push(Op::Munmap {
                 addr: FILL,
                 len: 4 * MIB,
@@ -851,7 +889,7 @@ mod tests {
             run(
                 &small_machine(4, 64),
                 &SimConfig::default(),
-                Box::new(Hemem::new(every_access_sampled())),
+                Box::new(Hemem::new(cfg)),
                 Box::new(w),
             )
         }
@@ -875,6 +913,32 @@ mod tests {
             assert_eq!(tier_of(&m, T), TierId::FAST);
             assert_eq!(stat(&out, "promoted_regions"), 1.0);
             assert_eq!(out.summary.promoted_pages, 1);
+        }
+
+        /// Two slow pages of one 2 MiB range, one read four times, the other once: the
+        /// 2 MiB page (five samples) is hot and both move; at 4 KiB only the page
+        /// with four samples does, and its neighbour (one sample) stays slow.
+        #[test]
+        fn a_4kib_page_is_promoted_alone_where_a_2mib_page_moves_with_its_neighbour() {
+            let neighbour = T + PAGE_SIZE;
+            let slow = [T, neighbour];
+            let then = || vec![read(T, 100), read(T, 100), read(T, 100)];
+            let (_, m) = scenario_with(every_access_sampled(), &slow, vec![]);
+            assert_eq!(tier_of(&m, T), TierId(1), "allocated slow");
+            assert_eq!(tier_of(&m, neighbour), TierId(1), "allocated slow");
+            let (out, m) = scenario_with(every_access_sampled(), &slow, then());
+            assert_eq!(tier_of(&m, T), TierId::FAST);
+            assert_eq!(tier_of(&m, neighbour), TierId::FAST);
+            assert_eq!(out.summary.promoted_pages, 2);
+            let base_pages = HememConfig {
+                page_kib: 4,
+                ..every_access_sampled()
+            };
+            let (out, m) = scenario_with(base_pages, &slow, then());
+            assert_eq!(tier_of(&m, T), TierId::FAST);
+            assert_eq!(tier_of(&m, neighbour), TierId(1));
+            assert_eq!(out.summary.promoted_pages, 1);
+            assert_eq!(stat(&out, "promoted_regions"), 1.0);
         }
 
         #[test]
@@ -1042,5 +1106,32 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("hot_read_threshold"));
+        for (kib, ok) in [(4, true), (2048, true), (8, false), (0, false)] {
+            let c = HememConfig {
+                page_kib: kib,
+                ..Default::default()
+            };
+            match c.validate() {
+                Ok(()) => assert!(ok, "page_kib = {kib} accepted"),
+                Err(e) => {
+                    assert!(!ok, "page_kib = {kib} refused: {e}");
+                    assert!(
+                        e.to_string().contains("policy.page_kib must be 2048"),
+                        "{e}"
+                    );
+                }
+            }
+        }
+        // The metadata HeMem allocates at start: one struct per frame of both tiers.
+        let frames = |kib: u64| {
+            let mut p = Hemem::new(HememConfig {
+                page_kib: kib,
+                ..Default::default()
+            });
+            p.frames = 1 << 20; // 4 GiB of 4 KiB frames or 2 TiB of 2 MiB ones
+            p.metadata_bytes()
+        };
+        assert_eq!(frames(2048), (1 << 20) * HEMEM_PAGE_STRUCT_BYTES);
+        assert_eq!(frames(4), (1 << 20) * FREQTIER_HEMEM_PAGE_BYTES);
     }
 }

@@ -175,8 +175,9 @@ set = ["machine.tiering_cpus=\"shared\""]
 # FreqTier §VI: "All workloads use 16 threads mapped to 16 physical cores. The runtime
 # of all tiering systems shares the same 16 physical cores with the application", so
 # HeMem's busy-polling sampler takes its share of those 16 cores
-# (docs/policies/hemem.md).
-policy_set = { hemem = ["policy.busy_poll_shared_cores=16"] }
+# (docs/policies/hemem.md). FreqTier's HeMem was its own re-implementation for CXL on
+# 4 KiB pages (§VI, §VII-C: 168 bytes of metadata per page), so `page_kib = 4`.
+policy_set = { hemem = ["policy.busy_poll_shared_cores=16", "policy.page_kib=4"] }
 
 # CacheLib at the paper's pace: its 16 threads served 0.84 M requests a second from a
 # 256 GB cache, ~19 us per request and thread. Here 4 threads at 18 us of compute per
