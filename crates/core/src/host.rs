@@ -1,5 +1,6 @@
-//! Host-side hints: a CPU prefetch and huge pages for the simulator's large arrays.
-//! Neither has any effect on results, only on simulator speed.
+//! Host-side hints: a CPU prefetch and huge pages for the large arrays of the
+//! simulator (page state, LLC tags) and of the generators (a graph kernel's vertex
+//! state). Neither has any effect on results, only on speed.
 
 /// Hint that `r` will be read soon.
 #[inline(always)]
