@@ -166,7 +166,7 @@ set = ["workload.scale=0.5"]
     },
     Suite {
         name: "freqtier",
-        description: "FreqTier: CacheLib (64 GiB, 4 threads, 5 minutes of machine time, sampled) at 1:32, 1:16, 1:8 on cxl and cxl-lowbw; GAP BFS and BC (2^25 vertices, ~5 minutes, sampled) on cxl; GAP CC and XGBoost (exact, short); tiering threads on the app's CPUs",
+        description: "FreqTier: CacheLib (64 GiB, 4 threads, 5 minutes of machine time, sampled) at 1:32, 1:16, 1:8 on cxl and cxl-lowbw; GAP BFS and BC (2^25 vertices, ~5 minutes, sampled) on cxl; GAP CC and XGBoost (exact, short); HeMem on 4 KiB pages as FreqTier's; tiering threads on the app's CPUs",
         toml: r#"
 policies = ["freqtier", "linux-tiering-mglru", "autonuma", "tpp", "hemem", "linux-tiering"]
 ratios = ["1:32", "1:16", "1:8"]
