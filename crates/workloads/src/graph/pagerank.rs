@@ -24,6 +24,7 @@ use tierkit_core::VmaKind;
 
 use super::engine::{ParFor, Schedule, Sink, Stream};
 use super::{Csr, GraphArrays, GraphSetup, GraphWorkload, Kernel};
+use crate::common::prefetch;
 use crate::layout::{Layout, Mapping};
 
 const NAME: &str = "graph-pr";
@@ -31,6 +32,8 @@ const NAME: &str = "graph-pr";
 pub const DAMPING: f32 = 0.85;
 /// Bytes of a score (GAP's `ScoreT`, a `float`).
 const SCORE_BYTES: u64 = 4;
+/// How many edges ahead the host prefetches a neighbour's contribution.
+const EDGE_LOOKAHEAD: u64 = 16;
 
 /// Configuration of [`GraphPr`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,7 +194,7 @@ impl PrKernel {
             scores_at: scores.addr,
             contrib_at: contrib.addr,
             scores: vec![0.0; n as usize],
-            contrib: vec![0.0; n as usize],
+            contrib: tierkit_core::host::vec_on_huge_pages(0.0, n as usize),
             error: 0.0,
             iteration: 0,
             trial: 0,
@@ -239,6 +242,11 @@ impl PrKernel {
             a.stream_offsets(&mut os, s, t, u as u32);
             let mut incoming_total = 0.0f32;
             for e in g.offsets[u as usize]..g.offsets[u as usize + 1] {
+                // Host speed only: the contribution of the edge 16 ahead, whichever
+                // vertex it belongs to (the lists are contiguous in vertex order).
+                if let Some(&w) = g.neighbours.get((e + EDGE_LOOKAHEAD) as usize) {
+                    prefetch(&self.contrib[w as usize]);
+                }
                 ns.touch(s, t, a.nb(e), false);
                 let v = g.neighbours[e as usize] as u64;
                 s.access(t, self.contrib_at + v * SCORE_BYTES, false);
