@@ -198,8 +198,8 @@ set = ["workload.cache_mib=65536", "workload.nr_objects=64000000", "workload.nr_
 # 1/64 by mapping (validated by proxy at 1:32, whose sampled fast tier is the
 # smallest: docs/sampling.md, "GAP at the freqtier suite's ratios"). On `cxl` only:
 # the paper's low-bandwidth CXL-2 ran FreqTier against AutoNUMA alone, and the same
-# 56 five-minute runs on `cxl-lowbw` would cost as much again (~50 min of CPU; the
-# suite already takes ~40 min, docs/performance.md).
+# 56 five-minute runs on `cxl-lowbw` would cost as much again (~50 min of CPU) on a
+# suite that takes 27 minutes of its 30 (docs/performance.md).
 [[workloads]]
 name = "graph-bfs"
 machines = ["cxl"]
