@@ -95,6 +95,11 @@ pub struct WorkloadSpec {
     /// repeat where no claim reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machines: Option<Vec<String>>,
+    /// Policies of the matrix this workload does not run: one whose sampled runs of
+    /// this workload failed validation (docs/sampling.md) is left out rather than
+    /// reported wrong. Each must be a registered policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_policies: Vec<String>,
 }
 
 /// What the command line asked for.
@@ -448,6 +453,17 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
             &w.policy_set,
             &registered_policies,
         )?;
+        if let Some(x) = w
+            .skip_policies
+            .iter()
+            .find(|x| !registered_policies.iter().any(|r| r == *x))
+        {
+            bail!(
+                "workload `{}`'s skip_policies names `{x}`, which is not a registered policy; valid: {}",
+                w.name,
+                registered_policies.join(", ")
+            );
+        }
     }
     let mut runs = Vec::new();
     let mut labels_seen = BTreeMap::new();
@@ -513,7 +529,7 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
                     }
                 }
                 for p in &policies {
-                    if p != "all-fast" {
+                    if p != "all-fast" && !w.skip_policies.contains(p) {
                         add(p, r, false, &mut runs)?;
                     }
                 }
@@ -1245,6 +1261,7 @@ mod tests {
                     policy_set: BTreeMap::new(),
                     label: None,
                     machines: None,
+                    skip_policies: vec![],
                 })
                 .collect(),
         }
@@ -1354,6 +1371,29 @@ mod tests {
         let e = plan(&m).unwrap_err().to_string();
         assert!(
             e.contains("policy_set names `memtsi`, which is not a registered policy"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_workload_skips_its_skip_policies_only() {
+        let mut m = spec(&["autonuma", "tpp"], &["gups", "pmbench"], &["1:8"]);
+        m.workloads[1].skip_policies = vec!["tpp".into()];
+        let runs = plan(&m).unwrap();
+        let n = |w: &str, p: &str| {
+            runs.iter()
+                .filter(|r| r.workload == w && r.policy == p)
+                .count()
+        };
+        assert_eq!((n("gups", "tpp"), n("gups", "autonuma")), (1, 1));
+        assert_eq!((n("pmbench", "tpp"), n("pmbench", "autonuma")), (0, 1));
+        // The references still run where a policy is skipped.
+        assert_eq!(n("pmbench", "all-fast"), 1);
+        // A name that is no policy is refused, with the valid ones.
+        m.workloads[1].skip_policies = vec!["tp".into()];
+        let e = plan(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("workload `pmbench`'s skip_policies names `tp`") && e.contains("autonuma"),
             "{e}"
         );
     }
