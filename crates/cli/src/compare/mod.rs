@@ -446,24 +446,18 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
             bail!("the comparison has no {what}; give at least one (e.g. --{what} ...)");
         }
     }
-    check_policy_sets("policy_set", &spec.policy_set, &registered_policies)?;
+    check_policy_names("policy_set", spec.policy_set.keys(), &registered_policies)?;
     for w in &workloads {
-        check_policy_sets(
+        check_policy_names(
             &format!("workload `{}`'s policy_set", w.name),
-            &w.policy_set,
+            w.policy_set.keys(),
             &registered_policies,
         )?;
-        if let Some(x) = w
-            .skip_policies
-            .iter()
-            .find(|x| !registered_policies.iter().any(|r| r == *x))
-        {
-            bail!(
-                "workload `{}`'s skip_policies names `{x}`, which is not a registered policy; valid: {}",
-                w.name,
-                registered_policies.join(", ")
-            );
-        }
+        check_policy_names(
+            &format!("workload `{}`'s skip_policies", w.name),
+            &w.skip_policies,
+            &registered_policies,
+        )?;
     }
     let mut runs = Vec::new();
     let mut labels_seen = BTreeMap::new();
@@ -561,15 +555,19 @@ fn workload_machines<'a>(
     Ok(machines.iter().filter(|m| own.contains(m)).collect())
 }
 
-/// A `policy_set` may only name registered policies: a misspelt name would drop its
-/// settings without a word. (A registered policy the comparison does not run, e.g.
-/// after `--policies`, simply has no runs to apply them to.)
-fn check_policy_sets(
+/// A `policy_set` or `skip_policies` may only name registered policies: a misspelt
+/// name would drop its settings, or keep the runs it meant to skip, without a word.
+/// (A registered policy the comparison does not run, e.g. after `--policies`, simply
+/// has no runs to apply them to.)
+fn check_policy_names<'a>(
     what: &str,
-    sets: &BTreeMap<String, Vec<String>>,
+    names: impl IntoIterator<Item = &'a String>,
     registered: &[&str],
 ) -> Result<()> {
-    if let Some(name) = sets.keys().find(|n| !registered.contains(&n.as_str())) {
+    if let Some(name) = names
+        .into_iter()
+        .find(|n| !registered.contains(&n.as_str()))
+    {
         bail!(
             "{what} names `{name}`, which is not a registered policy; valid: {}",
             registered.join(", ")
