@@ -263,8 +263,12 @@ pub enum FaultOutcome {
         pages: u64,
     },
     /// A promotion was refused because the fast tier is below its high watermark:
-    /// the caller wakes its reclaim (kswapd), as `migrate_misplaced_folio` does.
-    NeedsReclaim,
+    /// the caller wakes its reclaim (kswapd) for a unit of `pages` base pages, as
+    /// `numamigrate_isolate_folio` does (`wakeup_kswapd(.., folio_order(folio), ..)`).
+    NeedsReclaim {
+        /// Base pages of the refused unit (512 for a huge page).
+        pages: u64,
+    },
 }
 
 /// NUMA balancing's hinting-fault path in memory-tiering mode, as `do_numa_page`
@@ -316,7 +320,7 @@ impl TieringPromotion {
         }
         let outcome = if !migrate_balanced(mech.free_pages(fast), wm, pages) {
             self.stats.watermark_failed_pages += pages;
-            FaultOutcome::NeedsReclaim
+            FaultOutcome::NeedsReclaim { pages }
         } else {
             match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
                 Ok(()) => {
@@ -404,7 +408,9 @@ impl LinuxTiering {
             FaultOutcome::Promoted { head, pages } => {
                 self.lru.on_migrated(f.pid, head, TierId::FAST, pages)
             }
-            FaultOutcome::NeedsReclaim => self.kswapd.wake(TierId::FAST, mech),
+            FaultOutcome::NeedsReclaim { pages } => {
+                self.kswapd.wake_for_unit(TierId::FAST, pages, mech)
+            }
             FaultOutcome::Stayed => {}
         }
     }

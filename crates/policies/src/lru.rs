@@ -327,23 +327,28 @@ impl Lru {
         Some(self.nodes[i].list)
     }
 
-    /// `shrink_active_list`: move up to `nr_to_scan` units from the tail of `tier`'s
-    /// active list to the head of its inactive list, oldest first so they keep their
-    /// relative age, clearing each one's accessed bit through `young`. Referenced
-    /// anonymous pages are deactivated too, as in the kernel. Returns units scanned.
+    /// `shrink_active_list`: move units from the tail of `tier`'s active list to the
+    /// head of its inactive list until `nr_to_scan` base pages have been taken, oldest
+    /// first so they keep their relative age, clearing each one's accessed bit through
+    /// `young`. Referenced anonymous pages are deactivated too, as in the kernel.
+    /// Returns units scanned.
+    ///
+    /// `nr_to_scan` counts base pages, as `isolate_lru_folios` does ("Account all
+    /// pages in a folio"): one huge page ends a scan of `SWAP_CLUSTER_MAX`.
     pub fn shrink_active_list(
         &mut self,
         tier: TierId,
         nr_to_scan: u64,
         young: &mut dyn FnMut(Pid, Vpn) -> Option<bool>,
     ) -> u64 {
-        let mut scanned = 0;
-        while scanned < nr_to_scan {
+        let (mut scanned, mut scanned_pages) = (0, 0);
+        while scanned_pages < nr_to_scan {
             let i = self.lists[tier.index()][LruList::Active as usize].tail;
             if i == NIL {
                 break;
             }
             scanned += 1;
+            scanned_pages += self.nodes[i as usize].nr_pages as u64;
             let (pid, vpn) = (self.nodes[i as usize].pid, self.nodes[i as usize].vpn);
             self.unlink(i);
             if young(pid, vpn).is_none() {
@@ -357,11 +362,13 @@ impl Lru {
         scanned
     }
 
-    /// `shrink_inactive_list` + `folio_check_references`: take up to `nr_to_scan`
-    /// units from the tail of `tier`'s inactive list. Referenced (accessed bit set)
-    /// with `PG_referenced` already set → activated; referenced without it → marked
-    /// and rotated to the inactive head; not referenced → isolated into `victims`
-    /// (the caller demotes them, or puts them back with [`Lru::putback`]).
+    /// `shrink_inactive_list` + `folio_check_references`: take units from the tail of
+    /// `tier`'s inactive list until `nr_to_scan` base pages have been taken (as
+    /// `isolate_lru_folios` counts them: a huge page counts 512, so a scan of
+    /// `SWAP_CLUSTER_MAX` takes one). Referenced (accessed bit set) with
+    /// `PG_referenced` already set → activated; referenced without it → marked and
+    /// rotated to the inactive head; not referenced → isolated into `victims` (the
+    /// caller demotes them, or puts them back with [`Lru::putback`]).
     pub fn shrink_inactive_list(
         &mut self,
         tier: TierId,
@@ -370,14 +377,16 @@ impl Lru {
         victims: &mut Vec<Victim>,
     ) -> InactiveScan {
         let mut s = InactiveScan::default();
+        let mut scanned_pages = 0;
         // Rotated pages go to the head; stop after `nr_to_scan` so a list of only
         // referenced pages is not walked twice in one call.
-        while s.scanned < nr_to_scan {
+        while scanned_pages < nr_to_scan {
             let i = self.lists[tier.index()][LruList::Inactive as usize].tail;
             if i == NIL {
                 break;
             }
             s.scanned += 1;
+            scanned_pages += self.nodes[i as usize].nr_pages as u64;
             let n = self.nodes[i as usize];
             self.unlink(i);
             let Some(referenced_ptes) = young(n.pid, n.vpn) else {
@@ -593,6 +602,13 @@ pub struct Kswapd {
     awake: Vec<bool>,
     /// Per tier: page units looked at since the last demotion.
     idle_scanned: Vec<u64>,
+    /// Per tier: base pages of the largest unit an allocation or promotion woke
+    /// kswapd for since it last went to sleep (`1 << pgdat->kswapd_order`; 0 while
+    /// asleep).
+    wake_unit_pages: Vec<u64>,
+    /// Per tier: base pages demoted since kswapd last went to sleep
+    /// (`sc.nr_reclaimed` of `balance_pgdat`).
+    reclaimed_pages: Vec<u64>,
     stats: KswapdStats,
 }
 
@@ -603,6 +619,8 @@ impl Kswapd {
             cfg,
             awake: vec![false; nr_tiers],
             idle_scanned: vec![0; nr_tiers],
+            wake_unit_pages: vec![0; nr_tiers],
+            reclaimed_pages: vec![0; nr_tiers],
             stats: KswapdStats::default(),
         }
     }
@@ -619,12 +637,26 @@ impl Kswapd {
             .then(|| TierId((id - KSWAPD_TIMER_BASE) as u8))
     }
 
-    /// Wake `tier`'s kswapd (`wakeup_kswapd`): its first batch runs as soon as the
-    /// machine fires timers, on a tiering CPU. A no-op if it is already awake or the
-    /// tier is the last one.
+    /// Wake `tier`'s kswapd for an order-0 allocation (`wakeup_kswapd(.., 0, ..)`);
+    /// see [`Kswapd::wake_for_unit`].
     pub fn wake(&mut self, tier: TierId, mech: &mut dyn Mechanisms) {
+        self.wake_for_unit(tier, 1, mech);
+    }
+
+    /// Wake `tier`'s kswapd (`wakeup_kswapd`) for an allocation of `unit_pages` base
+    /// pages (512 for a huge page that could not be promoted: `folio_order`). Until
+    /// it sleeps again it reclaims for the largest unit it was woken for (see
+    /// [`kswapd_balanced_free`]). Its first batch runs as soon as the machine fires
+    /// timers, on a tiering CPU. Only the unit is recorded if it is already awake; a
+    /// no-op on the last tier.
+    pub fn wake_for_unit(&mut self, tier: TierId, unit_pages: u64, mech: &mut dyn Mechanisms) {
         let t = tier.index();
-        if t + 1 >= self.awake.len() || self.awake[t] {
+        if t + 1 >= self.awake.len() {
+            return;
+        }
+        // `wakeup_kswapd` raises `kswapd_order` before it looks whether kswapd sleeps.
+        self.wake_unit_pages[t] = self.wake_unit_pages[t].max(unit_pages.max(1));
+        if self.awake[t] {
             return;
         }
         self.awake[t] = true;
@@ -637,15 +669,28 @@ impl Kswapd {
         );
     }
 
-    /// Run one batch of `tier`'s kswapd from its timer: while the tier has fewer than
-    /// `target_free` free pages, age its lists and demote unreferenced inactive pages
-    /// to the next tier (async), up to `batch_pages` demotions. Demoted pages are
-    /// appended to `demoted`. Reschedules itself while the target is not met and it
-    /// still makes progress.
+    /// Free pages at which `tier`'s kswapd counts it balanced now, for the
+    /// watermark `mark` (see [`kswapd_balanced_free`]).
+    fn balanced_free(&self, t: usize, mark: u64) -> u64 {
+        kswapd_balanced_free(mark, self.wake_unit_pages[t], self.reclaimed_pages[t])
+    }
+
+    /// kswapd goes back to sleep: the next wakeup starts a new `balance_pgdat`.
+    fn sleep(&mut self, t: usize) {
+        self.wake_unit_pages[t] = 0;
+        self.reclaimed_pages[t] = 0;
+    }
+
+    /// Run one batch of `tier`'s kswapd from its timer: while the tier is not
+    /// balanced for the watermark `mark` (fewer free pages than
+    /// [`kswapd_balanced_free`] asks for the unit it was woken for), age its lists
+    /// and demote unreferenced inactive pages to the next tier (async), up to
+    /// `batch_pages` demotions. Demoted pages are appended to `demoted`. Reschedules
+    /// itself while the tier is not balanced and it still makes progress.
     pub fn run(
         &mut self,
         tier: TierId,
-        target_free: u64,
+        mark: u64,
         lru: &mut Lru,
         mech: &mut dyn Mechanisms,
         demoted: &mut Vec<Victim>,
@@ -660,7 +705,7 @@ impl Kswapd {
         let (mut scanned, mut nr_demoted, mut isolated) = (0u64, 0u64, 0u64);
         let scan_budget = 4 * self.cfg.batch_pages.max(SWAP_CLUSTER_MAX);
         let mut victims = Vec::new();
-        while mech.free_pages(tier) < target_free
+        while mech.free_pages(tier) < self.balanced_free(t, mark)
             && nr_demoted < self.cfg.batch_pages
             && scanned < scan_budget
         {
@@ -690,6 +735,7 @@ impl Kswapd {
                         lru.on_demoted(&v, to);
                         nr_demoted += 1;
                         self.stats.nr_demoted_pages += v.nr_pages;
+                        self.reclaimed_pages[t] += v.nr_pages;
                         demoted.push(v);
                     }
                     Err(MigrateError::NotPresent) => {}
@@ -705,8 +751,8 @@ impl Kswapd {
         }
         self.stats.nr_scanned += scanned;
         mech.charge_cpu((scanned + isolated) * LIST_OP_NS);
-        if mech.free_pages(tier) >= target_free {
-            return;
+        if mech.free_pages(tier) >= self.balanced_free(t, mark) {
+            return self.sleep(t);
         }
         if nr_demoted == 0 {
             // kswapd_failures: give up until the next wakeup once every page of the
@@ -714,7 +760,7 @@ impl Kswapd {
             self.idle_scanned[t] += scanned;
             let units = lru.nr_pages(tier, LruList::Inactive) + lru.nr_pages(tier, LruList::Active);
             if scanned == 0 || self.idle_scanned[t] > MAX_RECLAIM_PASSES * units {
-                return;
+                return self.sleep(t);
             }
         } else {
             self.idle_scanned[t] = 0;
@@ -726,6 +772,26 @@ impl Kswapd {
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );
+    }
+}
+
+/// Free pages at which kswapd, woken for units of `unit_pages` base pages (`1 <<
+/// order`; 0 or 1 for order 0) and having demoted `reclaimed_pages` since, counts a
+/// tier with watermark `mark` balanced (`pgdat_balanced` → `zone_watermark_ok_safe`
+/// at that order, which first takes the `2^order - 1` pages a high-order request
+/// cannot use off the free count). A huge page that failed to promote therefore
+/// makes kswapd free 511 pages more than the mark; once it has reclaimed twice the
+/// unit (`compact_gap`) it checks at order 0 again (`kswapd_shrink_node`).
+///
+/// The order-0 mark is the simulator's `free ≥ mark` (the kernel's test is strict);
+/// a high-order one adds exactly the kernel's `2^order - 1`. The free block of that
+/// order that `__zone_watermark_ok` also asks for is not modelled (the simulator's
+/// tiers keep no buddy lists, so any free count of 512 pages holds a huge page).
+pub fn kswapd_balanced_free(mark: u64, unit_pages: u64, reclaimed_pages: u64) -> u64 {
+    if unit_pages > 1 && reclaimed_pages < 2 * unit_pages {
+        mark + unit_pages - 1
+    } else {
+        mark
     }
 }
 
@@ -950,6 +1016,88 @@ mod tests {
         assert_eq!(promo_watermark(wm), 19);
         assert!(migrate_balanced(18, wm, 1));
         assert!(!migrate_balanced(17, wm, 1));
+    }
+
+    /// `isolate_lru_folios` counts every base page of a folio against `nr_to_scan`
+    /// ("Account all pages in a folio"): a scan of `SWAP_CLUSTER_MAX` takes one huge
+    /// page off either list, and 32 base pages.
+    #[test]
+    fn a_scan_of_swap_cluster_max_takes_one_huge_page_or_32_base_pages() {
+        let mut lru = Lru::new(2);
+        for h in 0..4 {
+            lru.on_alloc(P, h * 512, FAST, true);
+        }
+        let mut victims = Vec::new();
+        let s = lru.shrink_inactive_list(
+            FAST,
+            SWAP_CLUSTER_MAX,
+            &mut |_, _| Some(false),
+            &mut victims,
+        );
+        assert_eq!((s.scanned, s.isolated), (1, 1));
+        assert_eq!(victims[0].nr_pages, 512);
+        for h in 1..4 {
+            lru.activate(P, h * 512);
+        }
+        let scanned = lru.shrink_active_list(FAST, SWAP_CLUSTER_MAX, &mut |_, _| Some(false));
+        assert_eq!(scanned, 1);
+        assert_eq!(lru.nr_pages(FAST, LruList::Active), 2 * 512);
+        // Base pages: exactly 32 of 40.
+        let mut lru = Lru::new(2);
+        for v in 0..40 {
+            lru.on_alloc(P, v, FAST, false);
+        }
+        victims.clear();
+        let s = lru.shrink_inactive_list(
+            FAST,
+            SWAP_CLUSTER_MAX,
+            &mut |_, _| Some(false),
+            &mut victims,
+        );
+        assert_eq!((s.scanned, s.isolated), (32, 32));
+        // A scan that has taken 31 base pages still takes the huge page behind them.
+        let mut lru = Lru::new(2);
+        for v in 0..31 {
+            lru.on_alloc(P, v, FAST, false);
+        }
+        lru.on_alloc(P, 4096, FAST, true);
+        lru.on_alloc(P, 5000, FAST, false);
+        victims.clear();
+        let s = lru.shrink_inactive_list(
+            FAST,
+            SWAP_CLUSTER_MAX,
+            &mut |_, _| Some(false),
+            &mut victims,
+        );
+        assert_eq!(
+            (s.scanned, victims.last().map(|v| v.nr_pages)),
+            (32, Some(512))
+        );
+    }
+
+    /// `pgdat_balanced` at the order kswapd was woken for: an order-9 request takes
+    /// 511 pages off the free count before comparing with the mark, until kswapd has
+    /// reclaimed `compact_gap(9)` = 1024 pages and checks at order 0.
+    #[test]
+    fn kswapd_woken_for_a_huge_page_frees_511_pages_more_until_it_reclaimed_two() {
+        let mark = 1000;
+        assert_eq!(kswapd_balanced_free(mark, 0, 0), mark);
+        assert_eq!(kswapd_balanced_free(mark, 1, 0), mark);
+        assert_eq!(kswapd_balanced_free(mark, 512, 0), mark + 511);
+        assert_eq!(kswapd_balanced_free(mark, 512, 1023), mark + 511);
+        assert_eq!(kswapd_balanced_free(mark, 512, 1024), mark);
+        // With the promotion marks of a real zone (step < 512), the free memory an
+        // order-9 kswapd leaves lets the huge page through `migrate_balanced_pgdat`;
+        // the order-0 mark does not.
+        let wm = Watermarks {
+            min: 1000,
+            low: 1254,
+            high: 1508,
+        };
+        let order0 = kswapd_balanced_free(promo_watermark(wm), 1, 0);
+        let order9 = kswapd_balanced_free(promo_watermark(wm), 512, 0);
+        assert!(!migrate_balanced(order0, wm, 512));
+        assert!(migrate_balanced(order9, wm, 512));
     }
 }
 

@@ -37,7 +37,7 @@
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
-use crate::lru::{promo_watermark, KswapdConfig};
+use crate::lru::{kswapd_balanced_free, promo_watermark, KswapdConfig};
 use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -276,6 +276,11 @@ pub struct MglruPd {
     promotion: TieringPromotion,
     gens: Generations,
     kswapd_awake: bool,
+    /// Base pages of the largest unit kswapd was woken for since it last slept
+    /// (`1 << kswapd_order`; 0 while asleep).
+    kswapd_unit_pages: u64,
+    /// Base pages kswapd demoted since it last slept (`sc.nr_reclaimed`).
+    kswapd_reclaimed_pages: u64,
     stats: Stats,
 }
 
@@ -292,6 +297,8 @@ impl MglruPd {
             ),
             gens: Generations::default(),
             kswapd_awake: false,
+            kswapd_unit_pages: 0,
+            kswapd_reclaimed_pages: 0,
             stats: Stats::default(),
             cfg,
         }
@@ -313,12 +320,15 @@ impl MglruPd {
     fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) {
         match self.promotion.on_hint_fault(f, mech) {
             FaultOutcome::Promoted { head, .. } => self.gens.add_young(f.pid, head),
-            FaultOutcome::NeedsReclaim => self.wake_kswapd(mech),
+            FaultOutcome::NeedsReclaim { pages } => self.wake_kswapd(pages, mech),
             FaultOutcome::Stayed => {}
         }
     }
 
-    fn wake_kswapd(&mut self, mech: &mut dyn Mechanisms) {
+    /// `wakeup_kswapd` for a unit of `unit_pages` base pages (see
+    /// [`kswapd_balanced_free`]).
+    fn wake_kswapd(&mut self, unit_pages: u64, mech: &mut dyn Mechanisms) {
+        self.kswapd_unit_pages = self.kswapd_unit_pages.max(unit_pages.max(1));
         if !self.kswapd_awake {
             self.kswapd_awake = true;
             self.stats.kswapd_wakeups += 1;
@@ -406,7 +416,7 @@ impl MglruPd {
             return self.kswapd_mglru(mech);
         }
         self.kswapd_awake = false;
-        let target = promo_watermark(mech.watermarks(TierId::FAST));
+        let target = self.kswapd_target(mech);
         let batch = self.cfg.kswapd.batch_pages;
         let mut demoted = 0;
         let mut looked = 0;
@@ -445,25 +455,38 @@ impl MglruPd {
                 }
             }
         }
-        self.end_kswapd_batch(demoted, looked, target, mech);
+        self.end_kswapd_batch(demoted, looked, mech);
     }
 
     /// The end of a kswapd batch: count it, charge the list work, and come back after
     /// the batch's busy time while demotion progresses and the target is not met.
-    fn end_kswapd_batch(
-        &mut self,
-        demoted: u64,
-        looked: u64,
-        target: u64,
-        mech: &mut dyn Mechanisms,
-    ) {
+    fn end_kswapd_batch(&mut self, demoted: u64, looked: u64, mech: &mut dyn Mechanisms) {
         self.stats.kswapd_demoted_pages += demoted;
+        self.kswapd_reclaimed_pages += demoted;
         mech.charge_cpu(looked * LIST_OP_NS);
-        if demoted > 0 && mech.free_pages(TierId::FAST) < target {
+        if demoted > 0 && mech.free_pages(TierId::FAST) < self.kswapd_target(mech) {
             let busy = self.cfg.kswapd.busy_ns(demoted, looked, mech);
             self.kswapd_awake = true;
             mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
+        } else {
+            self.kswapd_sleep();
         }
+    }
+
+    /// Free pages at which kswapd counts the fast tier balanced: the promotion
+    /// watermark, plus what the unit it was woken for asks ([`kswapd_balanced_free`]).
+    fn kswapd_target(&self, mech: &dyn Mechanisms) -> u64 {
+        kswapd_balanced_free(
+            promo_watermark(mech.watermarks(TierId::FAST)),
+            self.kswapd_unit_pages,
+            self.kswapd_reclaimed_pages,
+        )
+    }
+
+    /// kswapd goes back to sleep: the next wakeup starts a new `balance_pgdat`.
+    fn kswapd_sleep(&mut self) {
+        self.kswapd_unit_pages = 0;
+        self.kswapd_reclaimed_pages = 0;
     }
 
     /// `linux-tiering-mglru`'s kswapd: MGLRU reclaim under pressure. Age first if
@@ -473,9 +496,8 @@ impl MglruPd {
     /// watermark is free.
     fn kswapd_mglru(&mut self, mech: &mut dyn Mechanisms) {
         self.kswapd_awake = false;
-        let target = promo_watermark(mech.watermarks(TierId::FAST));
-        if mech.free_pages(TierId::FAST) >= target {
-            return;
+        if mech.free_pages(TierId::FAST) >= self.kswapd_target(mech) {
+            return self.kswapd_sleep();
         }
         let max_seq = self.gens.max_seq();
         if self
@@ -486,10 +508,10 @@ impl MglruPd {
             self.age(mech);
         }
         let Some(upto) = self.gens.max_seq().checked_sub(MIN_NR_GENS) else {
-            return;
+            return self.kswapd_sleep();
         };
         let (demoted, looked) = self.evict(mech, upto, self.cfg.kswapd.batch_pages);
-        self.end_kswapd_batch(demoted, looked, target, mech);
+        self.end_kswapd_batch(demoted, looked, mech);
     }
 }
 

@@ -21,8 +21,8 @@
 //! Parameters and decisions: `docs/policies/tpp.md`.
 
 use crate::lru::{
-    lists_and_kswapd, migrate_balanced, Kswapd, KswapdConfig, Lru, LruList, Victim,
-    LRU_TIERING_REQUIREMENTS,
+    kswapd_balanced_free, lists_and_kswapd, migrate_balanced, Kswapd, KswapdConfig, Lru, LruList,
+    Victim, LRU_TIERING_REQUIREMENTS,
 };
 use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
 use serde::{Deserialize, Serialize};
@@ -127,12 +127,14 @@ impl Tpp {
         demote_watermark(cap, mech.watermarks(tier), self.cfg.demote_scale_factor)
     }
 
-    /// `pgdat_toptier_balanced` failed → `wakeup_kswapd`.
-    fn wake_if_unbalanced(&mut self, tier: TierId, mech: &mut dyn Mechanisms) {
-        if tier.index() + 1 < mech.tiers().len()
-            && mech.free_pages(tier) < self.demote_wmark(tier, mech)
-        {
-            self.kswapd.wake(tier, mech);
+    /// `pgdat_toptier_balanced` failed → `wakeup_kswapd` for an allocation of
+    /// `unit_pages` base pages: 1 for the allocation checks (TPP's `rmqueue` hook
+    /// wakes at order 0), the refused unit for a promotion that did not fit
+    /// (`numamigrate_isolate_page` passes its `compound_order`).
+    fn wake_if_unbalanced(&mut self, tier: TierId, unit_pages: u64, mech: &mut dyn Mechanisms) {
+        let balanced_free = kswapd_balanced_free(self.demote_wmark(tier, mech), unit_pages, 0);
+        if tier.index() + 1 < mech.tiers().len() && mech.free_pages(tier) < balanced_free {
+            self.kswapd.wake_for_unit(tier, unit_pages, mech);
         }
     }
 
@@ -175,7 +177,7 @@ impl Tpp {
         let fast = TierId::FAST;
         if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
             self.stats.watermark_failed_pages += pages;
-            self.wake_if_unbalanced(fast, mech);
+            self.wake_if_unbalanced(fast, pages, mech);
             return false;
         }
         match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
@@ -183,7 +185,7 @@ impl Tpp {
                 self.lru.on_migrated(f.pid, head, fast, pages);
                 self.stats.promoted_pages += pages;
                 // The promotion's allocation on the top tier (rmqueue check).
-                self.wake_if_unbalanced(fast, mech);
+                self.wake_if_unbalanced(fast, 1, mech);
                 true
             }
             Err(_) => {
@@ -218,7 +220,7 @@ impl Policy for Tpp {
                 huge,
             } => {
                 self.lru.on_alloc(pid, vpn, tier, huge);
-                self.wake_if_unbalanced(tier, mech);
+                self.wake_if_unbalanced(tier, 1, mech);
             }
             Event::PageMoved { pid, vpn, to, .. } => self.lru.on_migrated(pid, vpn, to, 1),
             Event::Munmap {
