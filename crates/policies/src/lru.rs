@@ -602,13 +602,8 @@ pub struct Kswapd {
     awake: Vec<bool>,
     /// Per tier: page units looked at since the last demotion.
     idle_scanned: Vec<u64>,
-    /// Per tier: base pages of the largest unit an allocation or promotion woke
-    /// kswapd for since it last went to sleep (`1 << pgdat->kswapd_order`; 0 while
-    /// asleep).
-    wake_unit_pages: Vec<u64>,
-    /// Per tier: base pages demoted since kswapd last went to sleep
-    /// (`sc.nr_reclaimed` of `balance_pgdat`).
-    reclaimed_pages: Vec<u64>,
+    /// Per tier: the order it was woken for and what it reclaimed since.
+    order: Vec<ReclaimOrder>,
     stats: KswapdStats,
 }
 
@@ -619,8 +614,7 @@ impl Kswapd {
             cfg,
             awake: vec![false; nr_tiers],
             idle_scanned: vec![0; nr_tiers],
-            wake_unit_pages: vec![0; nr_tiers],
-            reclaimed_pages: vec![0; nr_tiers],
+            order: vec![ReclaimOrder::default(); nr_tiers],
             stats: KswapdStats::default(),
         }
     }
@@ -655,7 +649,7 @@ impl Kswapd {
             return;
         }
         // `wakeup_kswapd` raises `kswapd_order` before it looks whether kswapd sleeps.
-        self.wake_unit_pages[t] = self.wake_unit_pages[t].max(unit_pages.max(1));
+        self.order[t].raise(unit_pages);
         if self.awake[t] {
             return;
         }
@@ -667,18 +661,6 @@ impl Kswapd {
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );
-    }
-
-    /// Free pages at which `tier`'s kswapd counts it balanced now, for the
-    /// watermark `mark` (see [`kswapd_balanced_free`]).
-    fn balanced_free(&self, t: usize, mark: u64) -> u64 {
-        kswapd_balanced_free(mark, self.wake_unit_pages[t], self.reclaimed_pages[t])
-    }
-
-    /// kswapd goes back to sleep: the next wakeup starts a new `balance_pgdat`.
-    fn sleep(&mut self, t: usize) {
-        self.wake_unit_pages[t] = 0;
-        self.reclaimed_pages[t] = 0;
     }
 
     /// Run one batch of `tier`'s kswapd from its timer: while the tier is not
@@ -705,7 +687,7 @@ impl Kswapd {
         let (mut scanned, mut nr_demoted, mut isolated) = (0u64, 0u64, 0u64);
         let scan_budget = 4 * self.cfg.batch_pages.max(SWAP_CLUSTER_MAX);
         let mut victims = Vec::new();
-        while mech.free_pages(tier) < self.balanced_free(t, mark)
+        while mech.free_pages(tier) < self.order[t].balanced_free(mark)
             && nr_demoted < self.cfg.batch_pages
             && scanned < scan_budget
         {
@@ -735,7 +717,7 @@ impl Kswapd {
                         lru.on_demoted(&v, to);
                         nr_demoted += 1;
                         self.stats.nr_demoted_pages += v.nr_pages;
-                        self.reclaimed_pages[t] += v.nr_pages;
+                        self.order[t].reclaimed_pages += v.nr_pages;
                         demoted.push(v);
                     }
                     Err(MigrateError::NotPresent) => {}
@@ -751,8 +733,8 @@ impl Kswapd {
         }
         self.stats.nr_scanned += scanned;
         mech.charge_cpu((scanned + isolated) * LIST_OP_NS);
-        if mech.free_pages(tier) >= self.balanced_free(t, mark) {
-            return self.sleep(t);
+        if mech.free_pages(tier) >= self.order[t].balanced_free(mark) {
+            return self.order[t].sleep();
         }
         if nr_demoted == 0 {
             // kswapd_failures: give up until the next wakeup once every page of the
@@ -760,7 +742,7 @@ impl Kswapd {
             self.idle_scanned[t] += scanned;
             let units = lru.nr_pages(tier, LruList::Inactive) + lru.nr_pages(tier, LruList::Active);
             if scanned == 0 || self.idle_scanned[t] > MAX_RECLAIM_PASSES * units {
-                return self.sleep(t);
+                return self.order[t].sleep();
             }
         } else {
             self.idle_scanned[t] = 0;
@@ -772,6 +754,37 @@ impl Kswapd {
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );
+    }
+}
+
+/// What one kswapd's current `balance_pgdat` reclaims for: the largest unit it was
+/// woken for since it last slept and what it has reclaimed since (shared by
+/// [`Kswapd`] and MGLRU's kswapd in `mglru_pd`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReclaimOrder {
+    /// Base pages of the largest unit an allocation or promotion woke kswapd for
+    /// (`1 << pgdat->kswapd_order`; 0 while asleep).
+    pub unit_pages: u64,
+    /// Base pages demoted since kswapd last went to sleep (`sc.nr_reclaimed`).
+    pub reclaimed_pages: u64,
+}
+
+impl ReclaimOrder {
+    /// A wakeup for a unit of `unit_pages` base pages: the order only grows until
+    /// kswapd sleeps.
+    pub fn raise(&mut self, unit_pages: u64) {
+        self.unit_pages = self.unit_pages.max(unit_pages.max(1));
+    }
+
+    /// Free pages at which the tier counts as balanced for watermark `mark` now
+    /// ([`kswapd_balanced_free`]).
+    pub fn balanced_free(&self, mark: u64) -> u64 {
+        kswapd_balanced_free(mark, self.unit_pages, self.reclaimed_pages)
+    }
+
+    /// kswapd goes back to sleep: the next wakeup starts a new `balance_pgdat`.
+    pub fn sleep(&mut self) {
+        *self = ReclaimOrder::default();
     }
 }
 

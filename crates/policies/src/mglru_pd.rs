@@ -37,7 +37,7 @@
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
-use crate::lru::{kswapd_balanced_free, promo_watermark, KswapdConfig};
+use crate::lru::{promo_watermark, KswapdConfig, ReclaimOrder};
 use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -276,11 +276,8 @@ pub struct MglruPd {
     promotion: TieringPromotion,
     gens: Generations,
     kswapd_awake: bool,
-    /// Base pages of the largest unit kswapd was woken for since it last slept
-    /// (`1 << kswapd_order`; 0 while asleep).
-    kswapd_unit_pages: u64,
-    /// Base pages kswapd demoted since it last slept (`sc.nr_reclaimed`).
-    kswapd_reclaimed_pages: u64,
+    /// The order kswapd was woken for and what it reclaimed since.
+    kswapd_order: ReclaimOrder,
     stats: Stats,
 }
 
@@ -297,8 +294,7 @@ impl MglruPd {
             ),
             gens: Generations::default(),
             kswapd_awake: false,
-            kswapd_unit_pages: 0,
-            kswapd_reclaimed_pages: 0,
+            kswapd_order: ReclaimOrder::default(),
             stats: Stats::default(),
             cfg,
         }
@@ -325,10 +321,9 @@ impl MglruPd {
         }
     }
 
-    /// `wakeup_kswapd` for a unit of `unit_pages` base pages (see
-    /// [`kswapd_balanced_free`]).
+    /// `wakeup_kswapd` for a unit of `unit_pages` base pages (see [`ReclaimOrder`]).
     fn wake_kswapd(&mut self, unit_pages: u64, mech: &mut dyn Mechanisms) {
-        self.kswapd_unit_pages = self.kswapd_unit_pages.max(unit_pages.max(1));
+        self.kswapd_order.raise(unit_pages);
         if !self.kswapd_awake {
             self.kswapd_awake = true;
             self.stats.kswapd_wakeups += 1;
@@ -462,31 +457,22 @@ impl MglruPd {
     /// the batch's busy time while demotion progresses and the target is not met.
     fn end_kswapd_batch(&mut self, demoted: u64, looked: u64, mech: &mut dyn Mechanisms) {
         self.stats.kswapd_demoted_pages += demoted;
-        self.kswapd_reclaimed_pages += demoted;
+        self.kswapd_order.reclaimed_pages += demoted;
         mech.charge_cpu(looked * LIST_OP_NS);
         if demoted > 0 && mech.free_pages(TierId::FAST) < self.kswapd_target(mech) {
             let busy = self.cfg.kswapd.busy_ns(demoted, looked, mech);
             self.kswapd_awake = true;
             mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
         } else {
-            self.kswapd_sleep();
+            self.kswapd_order.sleep();
         }
     }
 
     /// Free pages at which kswapd counts the fast tier balanced: the promotion
-    /// watermark, plus what the unit it was woken for asks ([`kswapd_balanced_free`]).
+    /// watermark, plus what the unit it was woken for asks ([`ReclaimOrder`]).
     fn kswapd_target(&self, mech: &dyn Mechanisms) -> u64 {
-        kswapd_balanced_free(
-            promo_watermark(mech.watermarks(TierId::FAST)),
-            self.kswapd_unit_pages,
-            self.kswapd_reclaimed_pages,
-        )
-    }
-
-    /// kswapd goes back to sleep: the next wakeup starts a new `balance_pgdat`.
-    fn kswapd_sleep(&mut self) {
-        self.kswapd_unit_pages = 0;
-        self.kswapd_reclaimed_pages = 0;
+        self.kswapd_order
+            .balanced_free(promo_watermark(mech.watermarks(TierId::FAST)))
     }
 
     /// `linux-tiering-mglru`'s kswapd: MGLRU reclaim under pressure. Age first if
@@ -497,7 +483,7 @@ impl MglruPd {
     fn kswapd_mglru(&mut self, mech: &mut dyn Mechanisms) {
         self.kswapd_awake = false;
         if mech.free_pages(TierId::FAST) >= self.kswapd_target(mech) {
-            return self.kswapd_sleep();
+            return self.kswapd_order.sleep();
         }
         let max_seq = self.gens.max_seq();
         if self
@@ -508,7 +494,7 @@ impl MglruPd {
             self.age(mech);
         }
         let Some(upto) = self.gens.max_seq().checked_sub(MIN_NR_GENS) else {
-            return self.kswapd_sleep();
+            return self.kswapd_order.sleep();
         };
         let (demoted, looked) = self.evict(mech, upto, self.cfg.kswapd.batch_pages);
         self.end_kswapd_batch(demoted, looked, mech);
