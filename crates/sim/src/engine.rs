@@ -8,7 +8,7 @@ use crate::config::{MachineConfig, SimConfig};
 use crate::error::SimError;
 use crate::machine::{Machine, MachineParams, Payer};
 use crate::metrics::{
-    CoarseSampling, Counters, EpochRow, Placement, Summary, TierSummary, TimeSeries,
+    CoarseSampling, Counters, EpochRow, Placement, ProcessSummary, Summary, TierSummary, TimeSeries,
 };
 use tierkit_core::*;
 
@@ -57,6 +57,8 @@ pub struct Simulation {
     machine_name: String,
     fast: String,
     footprint_bytes: u64,
+    /// The workload's process names, in process-id order.
+    process_names: Vec<String>,
     series: TimeSeries,
     placement: Placement,
 }
@@ -155,6 +157,7 @@ impl Simulation {
             machine_name,
             fast: machine_cfg.fast.clone(),
             footprint_bytes: shape.footprint_bytes,
+            process_names: shape.processes.iter().map(|p| p.name.clone()).collect(),
             series: TimeSeries::default(),
             placement: Placement::default(),
         })
@@ -523,6 +526,20 @@ impl Simulation {
                 bytes: self.machine.coarse_mappings.1,
                 stratum_bytes: self.machine.stratum_bytes(),
             }),
+            // One process's pages are the tiers' rows already.
+            processes: if self.process_names.len() > 1 {
+                self.process_names
+                    .iter()
+                    .zip(self.machine.pages_by_process())
+                    .map(|(name, (resident_pages, fast_pages))| ProcessSummary {
+                        name: name.clone(),
+                        resident_pages,
+                        fast_pages,
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         };
         RunOutput {
             summary,

@@ -272,6 +272,23 @@ pub struct Summary {
     /// and always in exact runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coarse_sampling: Option<CoarseSampling>,
+    /// Each process's resident and fast-tier pages at the end of the run, for a
+    /// workload of several processes (Chrono §5.1.3 reads them per cgroup from
+    /// `numa_stat`); absent for one process, whose pages the tiers' rows give.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessSummary>,
+}
+
+/// One process's pages at the end of a run (`Summary::processes`), in pages of the
+/// full machine (a sampled run's pages times the weight each stands for).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessSummary {
+    /// The process's name in the workload (e.g. `pmbench-delay-19`).
+    pub name: String,
+    /// Its resident base pages.
+    pub resident_pages: u64,
+    /// Of them, those in the fast tier.
+    pub fast_pages: u64,
 }
 
 /// Mappings of a sampled run smaller than one sampling stratum (N = 1/rate regions of

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 use tierkit_core::*;
-use tierkit_sim::testing::{read, run, small_machine, write, Script};
+use tierkit_sim::testing::{read, run, small_machine, wait_then_read, write, Script};
 use tierkit_sim::{MachineConfig, SimConfig};
 
 const BASE: u64 = 1 << 30;
@@ -709,4 +709,58 @@ fn strata_by_mapping_sample_a_small_hot_mapping_page_by_page() {
     // mapping's 128 pages keep 8 base pages.
     let (_, used) = go("1/16", SampleStrata::Mapping, true);
     assert_eq!(used, 2 * 512 + 8);
+}
+
+#[test]
+fn the_summary_counts_each_processs_resident_and_fast_pages() {
+    // 8 MiB fast = 2048 pages. Process 0 touches 3000 pages at once and fills the fast
+    // tier to its min watermark; process 1 touches 500 pages 10 ms later, all slow.
+    let slot = Arc::new(Mutex::new(None));
+    let slot2 = slot.clone();
+    let mut p = Recorder::new(Arc::new(Mutex::new(Log::default())));
+    p.init = Box::new(move |m| {
+        *slot2.lock().unwrap() = Some((m.watermarks(TierId(0)), m.tiers()[0].capacity_pages))
+    });
+    let first: Vec<Op> = (0..3000).map(|i| write(page(i), 10)).collect();
+    let mut later = Vec::new();
+    wait_then_read(page(0), 10 * NS_PER_MS, &mut later);
+    later.extend((1..500).map(|i| write(page(i), 10)));
+    let w = Script::new(32 * MIB)
+        .process(&[(BASE, 16 * MIB)], first)
+        .process(&[(BASE, 16 * MIB)], later);
+    let (out, _) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    let (wm, cap) = slot.lock().unwrap().unwrap();
+    let procs = &out.summary.processes;
+    assert_eq!(procs.len(), 2);
+    assert_eq!(
+        (procs[0].name.as_str(), procs[1].name.as_str()),
+        ("script0", "script1")
+    );
+    assert_eq!(
+        (procs[0].resident_pages, procs[0].fast_pages),
+        (3000, cap - wm.min)
+    );
+    assert_eq!((procs[1].resident_pages, procs[1].fast_pages), (500, 0));
+    assert_eq!(
+        procs.iter().map(|p| p.fast_pages).sum::<u64>(),
+        out.summary.tiers[0].used_pages
+    );
+
+    // One process: the tiers' rows say it all, and the list is left out.
+    let w = Script::new(32 * MIB).process(&[(BASE, 16 * MIB)], vec![write(page(0), 0)]);
+    let p = Recorder::new(Arc::new(Mutex::new(Log::default())));
+    let (out, _) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    assert!(out.summary.processes.is_empty());
+    let json = serde_json::to_string(&out.summary).unwrap();
+    assert!(!json.contains("\"processes\""), "{json}");
 }

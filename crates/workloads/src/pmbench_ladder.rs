@@ -33,7 +33,7 @@
 //! page walks and pmbench's timing included, which the simulator does not model.)
 
 use serde::{Deserialize, Serialize};
-use tierkit_core::{ConfigError, Op, ProcessShape, Workload, WorkloadShape};
+use tierkit_core::{ConfigError, Op, ProcessShape, RegionSampler, Workload, WorkloadShape};
 
 use crate::common;
 use crate::pmbench::{Pmbench, PmbenchConfig, PmbenchPattern};
@@ -218,6 +218,16 @@ impl Workload for PmbenchLadder {
         }
     }
 
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        // Each instance runs as its own process (`Pmbench::for_process`) and samples by
+        // that process id, so the run's sampler applies to it unchanged.
+        let mut all = true;
+        for p in &mut self.procs {
+            all &= p.restrict_to(sampler);
+        }
+        all
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
         self.procs.iter().map(|p| p.expected_accesses()).sum()
     }
@@ -310,6 +320,25 @@ mod tests {
         let c = drain(&mut PmbenchLadder::new(&cfg, 8));
         assert_eq!(a.streams, b.streams);
         assert_ne!(a.streams, c.streams);
+    }
+
+    #[test]
+    fn restricted_generation_keeps_each_processs_filtered_law() {
+        // Four processes of 16 MiB at 1/4: every process keeps its own regions (the
+        // sampler hashes the process id), and each process's kept stream has the law of
+        // its full stream filtered.
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(1.0 / 4.0), 5);
+        let cfg = PmbenchLadderConfig {
+            nr_processes: 4,
+            process_footprint_mib: 16,
+            nr_accesses: 4_000_000,
+            ..small()
+        };
+        crate::testutil::check_restricted(
+            &|| Box::new(PmbenchLadder::new(&cfg, 3)),
+            &sampler,
+            0.01,
+        );
     }
 
     #[test]
