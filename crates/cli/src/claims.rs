@@ -139,8 +139,8 @@ pub struct Claim {
     /// Machines to judge (default: all).
     #[serde(default)]
     pub machines: Vec<String>,
-    /// A `results.csv` column, or `stat:NAME` for a policy statistic of the runs'
-    /// summaries. Default `sim_seconds`.
+    /// A `results.csv` column, one of [`SUMMARY_METRICS`], or `stat:NAME` for a policy
+    /// statistic of the runs' summaries. Default `sim_seconds`.
     #[serde(default = "default_metric")]
     pub metric: String,
     /// Which way the metric is better; default lower.
@@ -285,11 +285,15 @@ pub fn parse(name: &str, text: &str) -> Result<ClaimFile> {
         if c.policy.is_none() || c.baseline.is_none() {
             bail!("{at}: give `policy` and `baseline`");
         }
-        if !c.metric.starts_with("stat:") && !ROW_METRICS.contains(&c.metric.as_str()) {
+        if !c.metric.starts_with("stat:")
+            && !ROW_METRICS.contains(&c.metric.as_str())
+            && !SUMMARY_METRICS.contains(&c.metric.as_str())
+        {
             bail!(
-                "{at}: unknown metric `{}`; valid: {}, or stat:NAME",
+                "{at}: unknown metric `{}`; valid: {}, {}, or stat:NAME",
                 c.metric,
-                ROW_METRICS.join(", ")
+                ROW_METRICS.join(", "),
+                SUMMARY_METRICS.join(", ")
             );
         }
         if let Some([lo, hi]) = c.paper_gain {
@@ -331,6 +335,28 @@ pub const ROW_METRICS: &[&str] = &[
     "fast_mean_used_pages",
     "fast_saving_vs_first_touch",
 ];
+
+/// Metrics computed from a run's `summary.json` rather than read from a column.
+/// `first_tenth_fast_share`: the mean, over the first tenth of the workload's
+/// processes (at least one), of each one's fast-tier share of its resident pages at
+/// the end (`processes`; in `pmbench-ladder` the hottest delay classes, 0–4 of 50).
+pub const SUMMARY_METRICS: &[&str] = &["first_tenth_fast_share"];
+
+/// `first_tenth_fast_share` of a summary (see [`SUMMARY_METRICS`]); `None` for a run of
+/// one process, which lists none.
+fn first_tenth_fast_share(summary: &serde_json::Value) -> Option<f64> {
+    let procs = summary["processes"].as_array()?;
+    let n = procs.len().div_ceil(10);
+    if n == 0 {
+        return None;
+    }
+    let share = |p: &serde_json::Value| {
+        let resident = p["resident_pages"].as_f64()?;
+        Some(p["fast_pages"].as_f64()? / resident.max(1.0))
+    };
+    let shares: Option<Vec<f64>> = procs[..n].iter().map(share).collect();
+    Some(shares?.iter().sum::<f64>() / n as f64)
+}
 
 /// Every built-in claim file, parsed.
 pub fn builtin() -> Result<Vec<ClaimFile>> {
@@ -548,10 +574,16 @@ fn read_rows(dir: &Path) -> Result<Vec<ResultRow>> {
 
 /// The value of `metric` in `row` (a run of `dir`).
 fn metric_of(row: &ResultRow, metric: &str, dir: &Path) -> Option<f64> {
-    if let Some(stat) = metric.strip_prefix("stat:") {
+    let summary = || -> Option<serde_json::Value> {
         let text =
             std::fs::read_to_string(dir.join("runs").join(&row.id).join("summary.json")).ok()?;
-        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    if metric == "first_tenth_fast_share" {
+        return first_tenth_fast_share(&summary()?);
+    }
+    if let Some(stat) = metric.strip_prefix("stat:") {
+        let v = summary()?;
         return v["policy_stats"]
             .as_array()?
             .iter()
@@ -1088,6 +1120,32 @@ mod tests {
         let summary = summary_md(&files, &[long_win, short_win, short_only], false);
         assert!(summary.contains("| 3 of 3 | 1 |"), "{summary}");
         assert!(summary.contains("1 of them also on the cells"), "{summary}");
+    }
+
+    #[test]
+    fn first_tenth_fast_share_averages_the_first_tenth_of_the_processes() {
+        let procs = |shares: &[(u64, u64)]| {
+            let list: Vec<_> = shares
+                .iter()
+                .map(|&(fast, resident)| {
+                    serde_json::json!({"name": "p", "resident_pages": resident, "fast_pages": fast})
+                })
+                .collect();
+            serde_json::json!({ "processes": list })
+        };
+        // 20 processes: the first two count, (1.0 + 0.5) / 2.
+        let mut v = vec![(100, 100), (50, 100)];
+        v.extend(std::iter::repeat_n((0, 100), 18));
+        assert_eq!(first_tenth_fast_share(&procs(&v)), Some(0.75));
+        // Fewer than ten: the first alone; an empty process counts as share 0.
+        assert_eq!(
+            first_tenth_fast_share(&procs(&[(3, 4), (4, 4)])),
+            Some(0.75)
+        );
+        assert_eq!(first_tenth_fast_share(&procs(&[(0, 0)])), Some(0.0));
+        // One process lists none: no value.
+        assert_eq!(first_tenth_fast_share(&serde_json::json!({})), None);
+        assert_eq!(first_tenth_fast_share(&procs(&[])), None);
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub use damon_tiering::{DamonTiering, DamonTieringConfig};
 pub use first_touch::{FirstTouch, FirstTouchConfig};
 pub use freqtier::{FreqTier, FreqTierConfig};
 pub use hemem::{Hemem, HememConfig};
-pub use linux_tiering::{LinuxTiering, LinuxTieringConfig};
+pub use linux_tiering::{LinuxNbConfig, LinuxTiering, LinuxTieringConfig};
 pub use memtis::{Memtis, MemtisConfig};
 pub use mglru_pd::{LinuxTieringMglruConfig, MglruPd, MglruPdConfig};
 pub use multiclock::{MultiClock, MultiClockConfig};
@@ -152,6 +152,9 @@ registry! {
     /// Linux NUMA balancing memory-tiering mode (numa_balancing=2, v6.1+).
     LinuxTiering(LinuxTieringConfig) = "linux-tiering",
         "Linux memory tiering (numa_balancing=2, v6.1+): promote on hint-fault latency < hot threshold within a rate limit; kswapd demotes the fast tier's inactive LRU";
+    /// Linux memory-tiering mode as merged in v5.18 (Chrono's Linux-NB): promote on every slow-tier hinting fault.
+    LinuxNb(LinuxNbConfig) = "linux-nb",
+        "Linux memory tiering as merged in v5.18 (numa_balancing=2; Chrono's Linux-NB): every hinting fault on a slow-tier page promotes (MRU) while the fast tier stays balanced, no hot threshold or rate limit (v6.0); kswapd demotes the fast tier's inactive LRU";
     /// TPP (ASPLOS'23): active-LRU promotion filter, decoupled demotion watermark.
     Tpp(TppConfig) = "tpp",
         "TPP (ASPLOS'23): promote slow pages faulted while on the active LRU; kswapd keeps a 2% demotion watermark free";
@@ -306,6 +309,7 @@ mod tests {
             ("oracle-static", &[]),
             ("damon-tiering", &["quota_bytes"]),
             ("linux-tiering", &["promote_rate_limit_mbps"]),
+            ("linux-nb", &[]),
             ("tpp", &[]),
             ("hemem", &["cooling_pages", "kswapd_migrate_rate_mb"]),
             (

@@ -287,6 +287,20 @@ pub struct TieringPromotion {
     pub stats: PromotionStats,
     /// The scanner's longest period, ms: the threshold adjustment period.
     scan_period_max_ms: u64,
+    /// How a slow-tier fault is judged.
+    selection: HotSelection,
+}
+
+/// How `should_numa_migrate_memory` judges a hinting fault on a slow-tier page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HotSelection {
+    /// v6.0 and later ("memory tiering: hot page selection with hint page fault
+    /// latency", "rate limit NUMA migration throughput", "adjust hot threshold
+    /// automatically"): the free-space bypass, then [`PromotionThrottle`].
+    Latency,
+    /// v5.18, where tiering mode was merged: every fault on a slow-tier page asks for
+    /// promotion (most recently used), with no threshold and no rate limit.
+    EveryFault,
 }
 
 impl TieringPromotion {
@@ -301,6 +315,16 @@ impl TieringPromotion {
             scanner: NumaScanner::new(scan),
             throttle: PromotionThrottle::new(hot_threshold_ms, rate_limit_mbps),
             stats: PromotionStats::default(),
+            selection: HotSelection::Latency,
+        }
+    }
+
+    /// The v5.18 path: every slow-tier fault asks for promotion
+    /// ([`HotSelection::EveryFault`]); the throttle is kept only for its counters.
+    pub fn every_fault(scan: NumaScanConfig) -> TieringPromotion {
+        TieringPromotion {
+            selection: HotSelection::EveryFault,
+            ..TieringPromotion::new(scan, 1000, 65_536)
         }
     }
 
@@ -351,6 +375,9 @@ impl TieringPromotion {
         wm: Watermarks,
         mech: &dyn Mechanisms,
     ) -> bool {
+        if self.selection == HotSelection::EveryFault {
+            return true;
+        }
         let fast = TierId::FAST;
         let now = mech.now();
         if free_space_enough(mech.free_pages(fast), mech.tiers()[0].capacity_pages, wm) {
@@ -378,6 +405,8 @@ impl TieringPromotion {
 
 /// The policy.
 pub struct LinuxTiering {
+    /// `linux-tiering`, or `linux-nb` for the v5.18 path.
+    name: &'static str,
     cfg: LinuxTieringConfig,
     promotion: TieringPromotion,
     lru: Lru,
@@ -389,6 +418,7 @@ impl LinuxTiering {
     /// A policy with the given parameters.
     pub fn new(cfg: LinuxTieringConfig) -> LinuxTiering {
         LinuxTiering {
+            name: "linux-tiering",
             promotion: TieringPromotion::new(
                 cfg.scan.clone(),
                 cfg.hot_threshold_ms,
@@ -398,6 +428,23 @@ impl LinuxTiering {
             kswapd: Kswapd::new(cfg.kswapd.clone(), 2),
             demoted: Vec::new(),
             cfg,
+        }
+    }
+
+    /// Tiering mode as merged in v5.18 (`linux-nb`): every hinting fault on a
+    /// slow-tier page promotes while the fast tier stays balanced; kswapd as in
+    /// [`LinuxTiering::new`].
+    pub fn v5_18(cfg: LinuxNbConfig) -> LinuxTiering {
+        let cfg = LinuxTieringConfig {
+            scan: cfg.scan,
+            wake_kswapd_on_low_watermark: cfg.wake_kswapd_on_low_watermark,
+            kswapd: cfg.kswapd,
+            ..LinuxTieringConfig::default()
+        };
+        LinuxTiering {
+            name: "linux-nb",
+            promotion: TieringPromotion::every_fault(cfg.scan.clone()),
+            ..LinuxTiering::new(cfg)
         }
     }
 
@@ -418,7 +465,7 @@ impl LinuxTiering {
 
 impl Policy for LinuxTiering {
     fn name(&self) -> &'static str {
-        "linux-tiering"
+        self.name
     }
 
     fn requirements(&self) -> Requirements {
@@ -520,6 +567,44 @@ impl LinuxTieringConfig {
     /// granularity bounded by the watermarks, which scale themselves) do not.
     pub fn scale_space(&mut self, s: SpaceScale) {
         self.promote_rate_limit_mbps = s.count(self.promote_rate_limit_mbps);
+    }
+}
+
+/// `linux-nb` parameters: those of [`LinuxTieringConfig`] that v5.18 has. The hot
+/// threshold, the rate limit and the free-space bypass came with v6.0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LinuxNbConfig {
+    /// The NUMA-balancing scanner (`kernel.numa_balancing_scan_*`).
+    pub scan: NumaScanConfig,
+    /// As [`LinuxTieringConfig::wake_kswapd_on_low_watermark`] (default false).
+    pub wake_kswapd_on_low_watermark: bool,
+    /// Pacing of the kswapd-like demotion thread (not a kernel parameter).
+    pub kswapd: KswapdConfig,
+}
+
+impl Default for LinuxNbConfig {
+    fn default() -> Self {
+        let t = LinuxTieringConfig::default();
+        LinuxNbConfig {
+            scan: t.scan,
+            wake_kswapd_on_low_watermark: t.wake_kswapd_on_low_watermark,
+            kswapd: t.kswapd,
+        }
+    }
+}
+
+/// The registry's view of [`LinuxNbConfig`]. Nothing of it is extensive: with no rate
+/// limit there is nothing to scale for a sampled machine.
+impl crate::RegisteredConfig for LinuxNbConfig {
+    fn check(&self) -> Result<(), ConfigError> {
+        self.scan
+            .validate()
+            .map_err(|e| format!("policy.scan: {e}").into())
+    }
+
+    fn build_policy(&self, _ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
+        Box::new(LinuxTiering::v5_18(self.clone()))
     }
 }
 
@@ -659,6 +744,40 @@ mod tests {
         assert_eq!(s.tier_of(&m, 1), TierId(1), "2000 ms latency is not");
         assert!(stat(&out, "cold_faults") >= 1.0);
         assert!(stat(&out, "promoted_pages") >= 1.0);
+    }
+
+    /// v5.18 (`linux-nb`): the same two faults as above both promote, however long
+    /// after the scan they come, and nothing is counted cold or rate-limited.
+    #[test]
+    fn linux_nb_promotes_every_slow_fault_whatever_its_latency() {
+        let cfg = LinuxNbConfig {
+            scan: NumaScanConfig {
+                scan_period_min_ms: 10_000,
+                adaptive_period: false,
+                ..NumaScanConfig::default()
+            },
+            wake_kswapd_on_low_watermark: true,
+            ..LinuxNbConfig::default()
+        };
+        let mut s = DemotedTargets::new(16, 3);
+        s.idle_until(1_200 * NS_PER_MS);
+        s.read_target(0);
+        s.idle_until(3_000 * NS_PER_MS);
+        s.read_target(1);
+        s.idle_until(3_100 * NS_PER_MS);
+        let nb = Box::new(LinuxTiering::v5_18(cfg));
+        assert_eq!(nb.name(), "linux-nb");
+        let (out, m) = run(&s.machine(), &SimConfig::default(), nb, s.script());
+        assert_eq!(
+            s.tier_of(&m, 2),
+            TierId(1),
+            "the untouched target stays demoted"
+        );
+        assert_eq!(s.tier_of(&m, 0), TierId::FAST, "200 ms latency is promoted");
+        assert_eq!(s.tier_of(&m, 1), TierId::FAST, "so is 2000 ms");
+        assert_eq!(stat(&out, "cold_faults"), 0.0);
+        assert_eq!(stat(&out, "rate_limited_pages"), 0.0);
+        assert_eq!(stat(&out, "free_space_promotion_pages"), 0.0);
     }
 
     #[test]

@@ -96,8 +96,10 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machines: Option<Vec<String>>,
     /// Policies of the matrix this workload does not run: one whose sampled runs of
-    /// this workload failed validation (docs/sampling.md) is left out rather than
-    /// reported wrong. Each must be a registered policy.
+    /// this workload failed validation (docs/sampling.md), or a clairvoyant reference
+    /// whose reading of the future does not hold for it (docs/policies/oracle.md,
+    /// "Limits"), is left out rather than reported wrong. Each must be a registered
+    /// policy; all-fast and first-touch always run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip_policies: Vec<String>,
 }
@@ -518,7 +520,9 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
             )?;
             for r in &ratios {
                 for reference in &REFERENCES[1..] {
-                    if !policies.iter().any(|p| p == reference) {
+                    let skipped = CLAIRVOYANT.contains(reference)
+                        && w.skip_policies.iter().any(|p| p == reference);
+                    if !policies.iter().any(|p| p == reference) && !skipped {
                         add(reference, r, true, &mut runs)?;
                     }
                 }
@@ -1387,6 +1391,25 @@ mod tests {
         assert_eq!((n("pmbench", "tpp"), n("pmbench", "autonuma")), (0, 1));
         // The references still run where a policy is skipped.
         assert_eq!(n("pmbench", "all-fast"), 1);
+        assert_eq!(n("pmbench", "oracle"), 1);
+        // A clairvoyant reference can be skipped; all-fast and first-touch cannot.
+        m.workloads[1].skip_policies =
+            vec!["oracle".into(), "all-fast".into(), "first-touch".into()];
+        let runs = plan(&m).unwrap();
+        let n = |w: &str, p: &str| {
+            runs.iter()
+                .filter(|r| r.workload == w && r.policy == p)
+                .count()
+        };
+        assert_eq!(
+            (n("pmbench", "oracle"), n("pmbench", "oracle-static")),
+            (0, 1)
+        );
+        assert_eq!(
+            (n("pmbench", "all-fast"), n("pmbench", "first-touch")),
+            (1, 1)
+        );
+        assert_eq!(n("gups", "oracle"), 1);
         // A name that is no policy is refused, with the valid ones.
         m.workloads[1].skip_policies = vec!["tp".into()];
         let e = plan(&m).unwrap_err().to_string();
