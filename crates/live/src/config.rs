@@ -311,6 +311,7 @@ mod tests {
             ("autotiering", &[HintFaults]),
             ("autotiering-cpm", &[HintFaults]),
             ("linux-tiering", &[HintFaults, AccessedBits]),
+            ("linux-nb", &[HintFaults, AccessedBits]),
             ("tpp", &[HintFaults, AccessedBits]),
             ("chrono", &[HintFaults, AccessedBits]),
             ("chrono-semiauto", &[HintFaults, AccessedBits]),
