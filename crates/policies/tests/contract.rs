@@ -1,8 +1,9 @@
 //! Every registered policy keeps the simulator's `Mechanisms` contract (issue 20
 //! point 1; the live side is `crates/live/tests/policies_live.rs`): two processes with
 //! a hot and a cold mapping each, one of which is partly unmapped mid-run, on a fast
-//! tier of a quarter of the footprint, at a shortened policy time so that every
-//! migrating policy acts within the run.
+//! tier of half the footprint, at a shortened policy time so that every migrating
+//! policy acts within the run. (With a quarter, 256 pages, the NUMA-balancing family,
+//! DAMON, MEMTIS and PET moved nothing: 11 of 22 policies were exercised.)
 //!
 //! Checked for each policy: the run completes; a debug build's own checks hold (a
 //! policy that arms a hinting fault, tests an accessed bit or sets a sample period
@@ -67,7 +68,7 @@ fn workload() -> Box<dyn Workload> {
 
 #[test]
 fn every_registered_policy_keeps_the_simulators_mechanisms_contract() {
-    let machine = small_machine(1, 64);
+    let machine = small_machine(2, 64);
     let sim = SimConfig {
         // Shortened policy time (an expert option): every period passes many times
         // within the run, so each policy's migration paths run.
@@ -115,10 +116,10 @@ fn every_registered_policy_keeps_the_simulators_mechanisms_contract() {
         }
     }
     eprintln!("moved pages: {moved_by:?}");
-    // The harness must exercise migration: most registered policies move pages here
-    // (first-touch, all-fast and the policies whose periods exceed the run do not).
-    assert!(
-        moved_by.len() * 2 > PolicyConfig::names().len(),
-        "only {moved_by:?} moved pages"
-    );
+    // The harness must exercise migration: every policy that migrates moves pages here.
+    let migrating: Vec<&str> = PolicyConfig::names()
+        .into_iter()
+        .filter(|n| !["first-touch", "all-fast"].contains(n))
+        .collect();
+    assert_eq!(moved_by, migrating, "only these moved pages");
 }

@@ -376,8 +376,8 @@ mod tests {
 
     /// A mix restricts itself when every member can, each member keeping exactly the
     /// regions the run keeps for its own (shifted) process ids, with the law of the
-    /// filtered stream; one member that cannot makes the mix decline, so the run
-    /// filters it.
+    /// filtered stream, a member of several processes included; one member that
+    /// cannot makes the mix decline, so the run filters it.
     #[test]
     fn members_restrict_themselves_with_their_process_ids() {
         let gups = |footprint_mib: u64| {
@@ -401,9 +401,30 @@ mod tests {
         };
         let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 9);
         crate::testutil::check_restricted(&|| Box::new(Mix::new(&cfg, 5)), &sampler, 0.03);
-        let mut with_ladder = two();
-        assert!(!Mix::new(&with_ladder, 5).restrict_to(&sampler));
-        with_ladder.members.remove(1);
-        assert!(Mix::new(&with_ladder, 5).restrict_to(&sampler));
+        // A member of several processes (the ladder, since 2026-11-28) keeps the
+        // regions of each of its processes, shifted by the mix.
+        let with_ladder = MixConfig {
+            members: vec![
+                gups(64),
+                WorkloadConfig::PmbenchLadder(crate::PmbenchLadderConfig {
+                    nr_processes: 3,
+                    process_footprint_mib: 32,
+                    nr_accesses: 1_200_000,
+                    ..Default::default()
+                }),
+            ],
+            scale: 1.0,
+        };
+        crate::testutil::check_restricted(&|| Box::new(Mix::new(&with_ladder, 5)), &sampler, 0.03);
+        // A member that generates every access (XSBench) makes the mix decline.
+        let mut declining = two();
+        declining.members[1] = WorkloadConfig::Xsbench(crate::xsbench::XsbenchConfig {
+            n_gridpoints: 2,
+            nr_lookups: 10,
+            ..Default::default()
+        });
+        assert!(!Mix::new(&declining, 5).restrict_to(&sampler));
+        declining.members.remove(1);
+        assert!(Mix::new(&declining, 5).restrict_to(&sampler));
     }
 }
