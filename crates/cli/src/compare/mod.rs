@@ -895,13 +895,15 @@ pub fn bound_note(rows: &[ResultRow]) -> Option<String> {
 
 /// The compact stdout table.
 pub fn leaderboard_text(board: &[Standing]) -> String {
+    // As wide as the longest name (`linux-tiering-mglru` is 19), so columns line up.
+    let w = board.iter().map(|b| b.policy.len()).fold(18, usize::max);
     let mut s = format!(
-        "{:<4} {:<18} {:>10} {:>9} {:>6} {:>12} {:>10} {:>6}\n",
+        "{:<4} {:<w$} {:>10} {:>9} {:>6} {:>12} {:>10} {:>6}\n",
         "rank", "policy", "slowdown", "fast-acc", "F1", "migrated", "tier-CPU", "cells"
     );
     for (i, b) in board.iter().enumerate() {
         s.push_str(&format!(
-            "{:<4} {:<18} {:>9.3}x {:>8.1}% {:>6.2} {:>9.1} MiB {:>9.2}s {:>6}\n",
+            "{:<4} {:<w$} {:>9.3}x {:>8.1}% {:>6.2} {:>9.1} MiB {:>9.2}s {:>6}\n",
             i + 1,
             b.policy,
             b.geomean_slowdown,
@@ -1294,6 +1296,22 @@ mod tests {
             "{text}"
         );
         assert_eq!(idle_note(&board[..2]), None);
+        // A name longer than the default column widens it for every row.
+        let board = vec![standing("linux-tiering-mglru", 1), standing("pet", 1)];
+        let text = leaderboard_text(&board);
+        // The slowdown column ends at the same place in the header and every row.
+        let ends: Vec<usize> = text
+            .lines()
+            .take(3)
+            .map(|l| {
+                let (at, len) = l
+                    .find("slowdown")
+                    .map(|i| (i, "slowdown".len()))
+                    .unwrap_or_else(|| (l.find("1.500x").unwrap(), "1.500x".len()));
+                at + len
+            })
+            .collect();
+        assert_eq!(ends, vec![ends[0]; 3], "{text}");
     }
 
     #[test]
