@@ -417,34 +417,41 @@ pub struct LinuxTiering {
 impl LinuxTiering {
     /// A policy with the given parameters.
     pub fn new(cfg: LinuxTieringConfig) -> LinuxTiering {
-        LinuxTiering {
-            name: "linux-tiering",
-            promotion: TieringPromotion::new(
-                cfg.scan.clone(),
-                cfg.hot_threshold_ms,
-                cfg.promote_rate_limit_mbps,
-            ),
-            lru: Lru::new(2),
-            kswapd: Kswapd::new(cfg.kswapd.clone(), 2),
-            demoted: Vec::new(),
-            cfg,
-        }
+        let promotion = TieringPromotion::new(
+            cfg.scan.clone(),
+            cfg.hot_threshold_ms,
+            cfg.promote_rate_limit_mbps,
+        );
+        LinuxTiering::with_promotion("linux-tiering", cfg, promotion)
     }
 
     /// Tiering mode as merged in v5.18 (`linux-nb`): every hinting fault on a
     /// slow-tier page promotes while the fast tier stays balanced; kswapd as in
     /// [`LinuxTiering::new`].
     pub fn v5_18(cfg: LinuxNbConfig) -> LinuxTiering {
+        let promotion = TieringPromotion::every_fault(cfg.scan.clone());
         let cfg = LinuxTieringConfig {
             scan: cfg.scan,
             wake_kswapd_on_low_watermark: cfg.wake_kswapd_on_low_watermark,
             kswapd: cfg.kswapd,
             ..LinuxTieringConfig::default()
         };
+        LinuxTiering::with_promotion("linux-nb", cfg, promotion)
+    }
+
+    /// The LRU lists and kswapd around a fault path (`init` sizes them).
+    fn with_promotion(
+        name: &'static str,
+        cfg: LinuxTieringConfig,
+        promotion: TieringPromotion,
+    ) -> LinuxTiering {
         LinuxTiering {
-            name: "linux-nb",
-            promotion: TieringPromotion::every_fault(cfg.scan.clone()),
-            ..LinuxTiering::new(cfg)
+            name,
+            promotion,
+            lru: Lru::new(2),
+            kswapd: Kswapd::new(cfg.kswapd.clone(), 2),
+            demoted: Vec::new(),
+            cfg,
         }
     }
 
@@ -628,7 +635,7 @@ mod tests {
     use super::*;
     use crate::lru::test_scripts::*;
     use tierkit_sim::testing::*;
-    use tierkit_sim::SimConfig;
+    use tierkit_sim::{RunOutput, SimConfig};
 
     // ----- pure logic: the kernel's formulas ------------------------------------------
 
@@ -714,34 +721,42 @@ mod tests {
         Box::new(LinuxTiering::new(cfg))
     }
 
+    /// One scan at 1 s and none for 10 s after (so each target is faulted exactly once
+    /// after that arming), kswapd waking at the low watermark so the start-up phase
+    /// demotes the targets to the slow tier.
+    fn one_scan_per_10s() -> NumaScanConfig {
+        NumaScanConfig {
+            scan_period_min_ms: 10_000,
+            adaptive_period: false,
+            ..NumaScanConfig::default()
+        }
+    }
+
+    /// Three demoted targets: target 0 read 200 ms after the scan armed it, target 1
+    /// 2000 ms after, target 2 never. The run's output and the three targets' tiers.
+    fn fault_200ms_and_2000ms_after_the_scan(policy: Box<dyn Policy>) -> (RunOutput, [TierId; 3]) {
+        let mut s = DemotedTargets::new(16, 3);
+        s.idle_until(1_200 * NS_PER_MS);
+        s.read_target(0);
+        s.idle_until(3_000 * NS_PER_MS);
+        s.read_target(1);
+        s.idle_until(3_100 * NS_PER_MS);
+        let (out, m) = run(&s.machine(), &SimConfig::default(), policy, s.script());
+        let tiers = [0, 1, 2].map(|i| s.tier_of(&m, i));
+        (out, tiers)
+    }
+
     #[test]
     fn promotes_a_200ms_fault_and_not_a_2000ms_one() {
-        // One scan at 1 s arms the slow tier; the next is 10 s later, so each target
-        // is faulted exactly once after that arming. kswapd wakes at the low
-        // watermark so the start-up phase demotes the targets to the slow tier.
         let cfg = LinuxTieringConfig {
-            scan: NumaScanConfig {
-                scan_period_min_ms: 10_000,
-                adaptive_period: false,
-                ..NumaScanConfig::default()
-            },
+            scan: one_scan_per_10s(),
             wake_kswapd_on_low_watermark: true,
             ..LinuxTieringConfig::default()
         };
-        let mut s = DemotedTargets::new(16, 3);
-        s.idle_until(1_200 * NS_PER_MS);
-        s.read_target(0); // 200 ms after arming
-        s.idle_until(3_000 * NS_PER_MS);
-        s.read_target(1); // 2000 ms after arming
-        s.idle_until(3_100 * NS_PER_MS);
-        let (out, m) = run(&s.machine(), &SimConfig::default(), policy(cfg), s.script());
-        assert_eq!(
-            s.tier_of(&m, 2),
-            TierId(1),
-            "the untouched target was demoted"
-        );
-        assert_eq!(s.tier_of(&m, 0), TierId::FAST, "200 ms latency is promoted");
-        assert_eq!(s.tier_of(&m, 1), TierId(1), "2000 ms latency is not");
+        let (out, tiers) = fault_200ms_and_2000ms_after_the_scan(policy(cfg));
+        assert_eq!(tiers[2], TierId(1), "the untouched target was demoted");
+        assert_eq!(tiers[0], TierId::FAST, "200 ms latency is promoted");
+        assert_eq!(tiers[1], TierId(1), "2000 ms latency is not");
         assert!(stat(&out, "cold_faults") >= 1.0);
         assert!(stat(&out, "promoted_pages") >= 1.0);
     }
@@ -751,30 +766,16 @@ mod tests {
     #[test]
     fn linux_nb_promotes_every_slow_fault_whatever_its_latency() {
         let cfg = LinuxNbConfig {
-            scan: NumaScanConfig {
-                scan_period_min_ms: 10_000,
-                adaptive_period: false,
-                ..NumaScanConfig::default()
-            },
+            scan: one_scan_per_10s(),
             wake_kswapd_on_low_watermark: true,
             ..LinuxNbConfig::default()
         };
-        let mut s = DemotedTargets::new(16, 3);
-        s.idle_until(1_200 * NS_PER_MS);
-        s.read_target(0);
-        s.idle_until(3_000 * NS_PER_MS);
-        s.read_target(1);
-        s.idle_until(3_100 * NS_PER_MS);
         let nb = Box::new(LinuxTiering::v5_18(cfg));
         assert_eq!(nb.name(), "linux-nb");
-        let (out, m) = run(&s.machine(), &SimConfig::default(), nb, s.script());
-        assert_eq!(
-            s.tier_of(&m, 2),
-            TierId(1),
-            "the untouched target stays demoted"
-        );
-        assert_eq!(s.tier_of(&m, 0), TierId::FAST, "200 ms latency is promoted");
-        assert_eq!(s.tier_of(&m, 1), TierId::FAST, "so is 2000 ms");
+        let (out, tiers) = fault_200ms_and_2000ms_after_the_scan(nb);
+        assert_eq!(tiers[2], TierId(1), "the untouched target stays demoted");
+        assert_eq!(tiers[0], TierId::FAST, "200 ms latency is promoted");
+        assert_eq!(tiers[1], TierId::FAST, "so is 2000 ms");
         assert_eq!(stat(&out, "cold_faults"), 0.0);
         assert_eq!(stat(&out, "rate_limited_pages"), 0.0);
         assert_eq!(stat(&out, "free_space_promotion_pages"), 0.0);

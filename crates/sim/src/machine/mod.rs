@@ -483,28 +483,6 @@ impl Machine {
         Ok(vma)
     }
 
-    /// Resident and fast-tier base pages of each process, in process-id order, in
-    /// pages of the full machine (what the run's summary reports per process).
-    pub fn pages_by_process(&self) -> Vec<(u64, u64)> {
-        let full = |n: u64| (n as f64 * self.event_weight).round() as u64;
-        self.spaces
-            .iter()
-            .map(|s| {
-                let (mut resident, mut fast) = (0u64, 0u64);
-                for v in &s.vmas {
-                    for (i, p) in v.pages.iter().enumerate() {
-                        if p.present() {
-                            resident += 1;
-                            let unit = v.unit_index(v.vma.start_vpn + i as u64);
-                            fast += u64::from(TierId(v.pages[unit].tier).is_fast());
-                        }
-                    }
-                }
-                (full(resident), full(fast))
-            })
-            .collect()
-    }
-
     /// Bytes of one sampling stratum: the N = 1/rate regions of which the sampler
     /// keeps one; 0 when the run is exact (nothing is sampled).
     pub fn stratum_bytes(&self) -> u64 {

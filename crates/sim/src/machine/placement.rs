@@ -1,4 +1,5 @@
-//! The oracle's measurement of placement quality per epoch (precision, recall, heat map).
+//! The oracle's measurement of placement quality per epoch (precision, recall, heat map),
+//! and where each process's pages are at the end of a run.
 
 use super::*;
 
@@ -90,6 +91,32 @@ impl Machine {
             }
         }
         out
+    }
+}
+
+impl Machine {
+    /// Resident and fast-tier base pages of each process, in process-id order, in
+    /// pages of the full machine (what the run's summary reports per process). Only
+    /// the kept pages are walked; a huge page's subpages carry its tier (an invariant
+    /// `check_invariants` holds).
+    pub fn pages_by_process(&self) -> Vec<(u64, u64)> {
+        let full = |n: u64| (n as f64 * self.event_weight).round() as u64;
+        self.spaces
+            .iter()
+            .enumerate()
+            .map(|(pid, s)| {
+                let (mut resident, mut fast) = (0u64, 0u64);
+                for v in &s.vmas {
+                    for_sampled_chunks(&self.sampler, pid as u32, v, |range| {
+                        for p in &v.pages[range] {
+                            resident += u64::from(p.present());
+                            fast += u64::from(p.present() && TierId(p.tier).is_fast());
+                        }
+                    });
+                }
+                (full(resident), full(fast))
+            })
+            .collect()
     }
 }
 
