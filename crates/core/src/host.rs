@@ -17,8 +17,7 @@ pub fn prefetch<T>(r: &T) {
 
 /// Arrays smaller than this stay on base pages: the hint only pays where random
 /// accesses over the array would miss the host's TLB.
-#[cfg(target_os = "linux")]
-const HUGE_HINT_MIN_BYTES: usize = 8 << 20;
+pub const HUGE_HINT_MIN_BYTES: usize = 8 << 20;
 
 /// A vector of `n` copies of `value` whose memory the host kernel is asked to back
 /// with transparent huge pages (`madvise(MADV_HUGEPAGE)`) before it is first written.
@@ -34,8 +33,11 @@ pub fn vec_on_huge_pages<T: Clone>(value: T, n: usize) -> Vec<T> {
     v
 }
 
+/// Ask the host kernel to back `[addr, addr + len)`, memory this process owns and has
+/// not written yet, with transparent huge pages (arrays under
+/// [`HUGE_HINT_MIN_BYTES`] are left alone). A hint: it never changes the contents.
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(addr: usize, len: usize) {
+pub fn advise_huge_pages(addr: usize, len: usize) {
     if len < HUGE_HINT_MIN_BYTES {
         return;
     }
@@ -52,5 +54,7 @@ fn advise_huge_pages(addr: usize, len: usize) {
     }
 }
 
+/// Ask the host kernel to back `[addr, addr + len)` with huge pages: nothing to ask
+/// on this host.
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_addr: usize, _len: usize) {}
+pub fn advise_huge_pages(_addr: usize, _len: usize) {}

@@ -5,6 +5,12 @@
 //! consecutive entries with the `HUGE` flag and one tier; its accessed and armed bits
 //! and its arm time live in the head entry, as a PMD entry holds them for the whole
 //! 2 MiB.
+//!
+//! A page never touched is all zero bytes ([`PageState::EMPTY`]), so a VMA's array
+//! comes from the allocator already zeroed and the host backs only the entries the run
+//! writes: a sampled run writes the entries of its kept regions alone (a 1/256 sample
+//! of 250 GiB of mappings touched all of its 1 GiB of page state when the empty state
+//! was written out).
 
 use tierkit_core::{huge_head, MappingStrata, Nanos, Vma, VmaKind, Vpn, SUBPAGES_PER_HUGE};
 
@@ -28,8 +34,10 @@ pub struct PageState {
     pub armed_at: Nanos,
     /// Simulated ms of the page's last demotion (0: never), for ping-pong accounting.
     pub demoted_at_ms: u32,
-    /// Tier index, or [`NOT_PRESENT`].
-    pub tier: u8,
+    /// Tier index + 1, or 0 when not resident (so that [`EMPTY`](Self::EMPTY) is all
+    /// zero bytes); read and written through [`tier`](Self::tier) and
+    /// [`set_tier`](Self::set_tier).
+    tier_slot: u8,
     /// `F_*` flags.
     pub flags: u8,
     /// Memory accesses to this exact 4 KiB page in the current placement epoch
@@ -44,15 +52,37 @@ impl PageState {
     pub const EMPTY: PageState = PageState {
         armed_at: 0,
         demoted_at_ms: 0,
-        tier: NOT_PRESENT,
+        tier_slot: 0,
         flags: 0,
         epoch_accesses: 0,
     };
 
+    /// A resident page of `tier` with `flags`, its other fields empty.
+    #[inline]
+    pub const fn resident(tier: u8, flags: u8) -> PageState {
+        PageState {
+            tier_slot: tier.wrapping_add(1),
+            flags,
+            ..PageState::EMPTY
+        }
+    }
+
+    /// Tier index, or [`NOT_PRESENT`].
+    #[inline]
+    pub fn tier(&self) -> u8 {
+        self.tier_slot.wrapping_sub(1)
+    }
+
+    /// Put the page in `tier` ([`NOT_PRESENT`]: not resident).
+    #[inline]
+    pub fn set_tier(&mut self, tier: u8) {
+        self.tier_slot = tier.wrapping_add(1);
+    }
+
     /// True if resident.
     #[inline]
     pub fn present(&self) -> bool {
-        self.tier != NOT_PRESENT
+        self.tier_slot != 0
     }
 
     /// True if part of a huge page.
@@ -155,8 +185,14 @@ impl AddressSpace {
         (i < self.vmas.len() && self.vmas[i].vma.contains(vpn)).then_some(i)
     }
 
-    /// Insert a new VMA sampled as `strata` says; fails if it overlaps an existing one.
-    pub fn insert(&mut self, vma: Vma, strata: MappingStrata) -> Result<(), String> {
+    /// Insert a new VMA sampled as `strata` says, in a run that simulates one 2 MiB
+    /// region in `keeps_one_in` (1: exact); fails if it overlaps an existing one.
+    pub fn insert(
+        &mut self,
+        vma: Vma,
+        strata: MappingStrata,
+        keeps_one_in: u64,
+    ) -> Result<(), String> {
         let i = self
             .vmas
             .partition_point(|v| v.vma.end_vpn() <= vma.start_vpn);
@@ -171,10 +207,7 @@ impl AddressSpace {
             i,
             VmaState {
                 vma,
-                pages: tierkit_core::host::vec_on_huge_pages(
-                    PageState::EMPTY,
-                    vma.nr_pages as usize,
-                ),
+                pages: empty_pages(vma.nr_pages as usize, keeps_one_in),
                 strata,
             },
         );
@@ -186,6 +219,38 @@ impl AddressSpace {
     pub fn unit(&self, vpn: Vpn) -> Option<&PageState> {
         let v = &self.vmas[self.find_const(vpn)?];
         Some(&v.pages[v.unit_index(vpn)])
+    }
+}
+
+/// `n` empty page states for a mapping of a run that simulates one region in
+/// `keeps_one_in`. [`PageState::EMPTY`] is all zero bytes, so the array is taken zeroed
+/// from the allocator (fresh pages the host maps only when written) and only the
+/// entries the run writes cost host memory. The host is asked for huge pages where the
+/// entries the run will touch, one in `keeps_one_in`, still span 8 MiB or more: random
+/// reads over that much state miss the host's TLB on base pages
+/// ([`tierkit_core::host::vec_on_huge_pages`]), while a huge page of state, 512 MiB of
+/// mapping, holds a kept region at every rate down to 1/256 and so would back all of
+/// it.
+fn empty_pages(n: usize, keeps_one_in: u64) -> Vec<PageState> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let layout = std::alloc::Layout::array::<PageState>(n).expect("page-state array size");
+    // SAFETY: `layout` is non-zero in size (n > 0). PageState is `repr(C)` and made of
+    // integers only, so all zero bytes are a valid value (`PageState::EMPTY`,
+    // `empty_page_state_is_all_zero_bytes`); the allocation has the layout of `n` of
+    // them from the global allocator, which `Vec::from_raw_parts` then owns with length
+    // and capacity `n`.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<PageState>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        let touched = layout.size() as u64 / keeps_one_in.max(1);
+        if touched >= tierkit_core::host::HUGE_HINT_MIN_BYTES as u64 {
+            tierkit_core::host::advise_huge_pages(ptr as usize, layout.size());
+        }
+        Vec::from_raw_parts(ptr, n, n)
     }
 }
 
@@ -239,7 +304,7 @@ impl AddressSpace {
             }
             for p in &v.pages[(cut_start - vs) as usize..(cut_end - vs) as usize] {
                 if p.present() {
-                    free(p.tier);
+                    free(p.tier());
                     self.rss_pages -= 1;
                 }
             }
@@ -280,11 +345,43 @@ mod tests {
     }
 
     #[test]
+    fn empty_page_state_is_all_zero_bytes() {
+        // `empty_pages` takes its arrays zeroed from the allocator on this premise.
+        // SAFETY: PageState is 16 bytes of plain integers (`repr(C)`, no padding:
+        // 8 + 4 + 1 + 1 + 2), so every byte of it is initialised.
+        let bytes: [u8; 16] = unsafe { std::mem::transmute(PageState::EMPTY) };
+        assert_eq!(bytes, [0; 16]);
+        for keeps_one_in in [1, 64, 256] {
+            let pages = empty_pages(3000, keeps_one_in);
+            assert_eq!(pages.len(), 3000);
+            assert!(pages.iter().all(|p| *p == PageState::EMPTY && !p.present()));
+        }
+        assert!(empty_pages(0, 1).is_empty());
+    }
+
+    #[test]
+    fn a_pages_tier_round_trips_and_not_present_is_not_resident() {
+        let mut p = PageState::EMPTY;
+        assert_eq!(p.tier(), NOT_PRESENT);
+        for t in [0, 1, 7, NOT_PRESENT - 1] {
+            p.set_tier(t);
+            assert_eq!(p.tier(), t);
+            assert!(p.present());
+        }
+        p.set_tier(NOT_PRESENT);
+        assert!(!p.present());
+        assert_eq!(p, PageState::EMPTY);
+        assert_eq!(PageState::resident(2, F_HUGE).tier(), 2);
+        assert!(PageState::resident(0, 0).present());
+    }
+
+    #[test]
     fn unmap_middle_splits_vma_and_frees_resident_pages() {
         let mut a = AddressSpace::default();
-        a.insert(vma(1000, 100), MappingStrata::BY_ADDRESS).unwrap();
+        a.insert(vma(1000, 100), MappingStrata::BY_ADDRESS, 1)
+            .unwrap();
         for p in &mut a.vmas[0].pages[10..30] {
-            p.tier = 0;
+            p.set_tier(0);
         }
         a.rss_pages = 20;
         let mut freed = 0;
@@ -301,25 +398,26 @@ mod tests {
     #[test]
     fn overlapping_mmap_is_rejected() {
         let mut a = AddressSpace::default();
-        a.insert(vma(0, 10), MappingStrata::BY_ADDRESS).unwrap();
-        assert!(a.insert(vma(5, 10), MappingStrata::BY_ADDRESS).is_err());
-        assert!(a.insert(vma(10, 10), MappingStrata::BY_ADDRESS).is_ok());
+        a.insert(vma(0, 10), MappingStrata::BY_ADDRESS, 1).unwrap();
+        assert!(a.insert(vma(5, 10), MappingStrata::BY_ADDRESS, 1).is_err());
+        assert!(a.insert(vma(10, 10), MappingStrata::BY_ADDRESS, 1).is_ok());
     }
 
     #[test]
     fn split_keeps_tier_and_written_bits_per_subpage() {
         let mut a = AddressSpace::default();
-        a.insert(vma(512, 1024), MappingStrata::BY_ADDRESS).unwrap();
+        a.insert(vma(512, 1024), MappingStrata::BY_ADDRESS, 1)
+            .unwrap();
         let v = &mut a.vmas[0];
         for p in &mut v.pages[0..512] {
-            p.tier = 1;
+            p.set_tier(1);
             p.flags = F_HUGE;
         }
         v.pages[0].flags |= F_ACCESSED;
         v.pages[7].flags |= F_WRITTEN;
         assert_eq!(v.unit_index(512 + 7), 0);
         assert!(v.split_unit(512 + 300));
-        assert!(v.pages.iter().take(512).all(|p| p.tier == 1 && !p.huge()));
+        assert!(v.pages.iter().take(512).all(|p| p.tier() == 1 && !p.huge()));
         assert!(v.pages.iter().take(512).all(|p| p.flags & F_ACCESSED != 0));
         assert_eq!(v.pages[7].flags & F_WRITTEN, F_WRITTEN);
         assert_eq!(v.pages[8].flags & F_WRITTEN, 0);

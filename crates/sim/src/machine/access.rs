@@ -43,18 +43,11 @@ impl Machine {
             let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
             for p in &mut v.pages[head..head + n as usize] {
                 debug_assert!(!p.present());
-                *p = PageState {
-                    tier: tier as u8,
-                    flags: F_HUGE,
-                    ..PageState::EMPTY
-                };
+                *p = PageState::resident(tier as u8, F_HUGE);
             }
         } else {
             let i = (vpn - v.vma.start_vpn) as usize;
-            v.pages[i] = PageState {
-                tier: tier as u8,
-                ..PageState::EMPTY
-            };
+            v.pages[i] = PageState::resident(tier as u8, 0);
         }
         self.spaces[pid as usize].rss_pages += n;
         self.tiers[tier].used += n;
@@ -149,7 +142,7 @@ impl Machine {
         let pages = &mut v.pages;
         let unit = &mut pages[ui];
         unit.flags |= F_ACCESSED;
-        let tier = unit.tier;
+        let tier = unit.tier();
         let huge = unit.huge();
         let page = &mut pages[exact];
         page.flags |= if write { F_WRITTEN } else { 0 };
@@ -225,7 +218,7 @@ impl Machine {
         let fault = HintFault {
             pid: Pid(pid),
             vpn,
-            tier: TierId(v.pages[ui].tier),
+            tier: TierId(v.pages[ui].tier()),
             huge: v.pages[ui].huge(),
             write,
             armed_at: (v.pages[ui].armed_at as f64 * self.policy_time_scale) as Nanos,

@@ -110,7 +110,7 @@ impl Mechanisms for Machine {
         let (vi, ui) = self.locate(pid, vpn)?;
         let p = self.spaces[pid.index()].vmas[vi].pages[ui];
         Some(PageInfo {
-            tier: TierId(p.tier),
+            tier: TierId(p.tier()),
             huge: p.huge(),
         })
     }
@@ -126,7 +126,7 @@ impl Mechanisms for Machine {
             f(
                 vpn,
                 PageInfo {
-                    tier: TierId(p.tier),
+                    tier: TierId(p.tier()),
                     huge: p.huge(),
                 },
             )
@@ -163,7 +163,7 @@ impl Mechanisms for Machine {
         let now = self.now as Nanos;
         let mut armed = 0;
         let walked = self.for_each_unit(pid, start_vpn, nr_pages, |_, p| {
-            if p.flags & F_ARMED == 0 && tier_filter.is_none_or(|t| t.0 == p.tier) {
+            if p.flags & F_ARMED == 0 && tier_filter.is_none_or(|t| t.0 == p.tier()) {
                 p.flags |= F_ARMED;
                 p.armed_at = now;
                 armed += 1;
@@ -278,16 +278,16 @@ impl Mechanisms for Machine {
             let (bvi, bui) = self.locate(b.0, b.1).ok_or(MigrateError::NotPresent)?;
             let pa = self.spaces[a.0.index()].vmas[avi].pages[aui];
             let pb = self.spaces[b.0.index()].vmas[bvi].pages[bui];
-            if pa.tier == pb.tier {
+            if pa.tier() == pb.tier() {
                 return Err(MigrateError::AlreadyThere);
             }
             if pa.huge() != pb.huge() {
                 return Err(MigrateError::NoSpace);
             }
-            let n = self.retier(a.0, avi, aui, pb.tier);
-            self.retier(b.0, bvi, bui, pa.tier);
-            self.account_move(pa.tier as usize, pb.tier as usize, n);
-            self.account_move(pb.tier as usize, pa.tier as usize, n);
+            let n = self.retier(a.0, avi, aui, pb.tier());
+            self.retier(b.0, bvi, bui, pa.tier());
+            self.account_move(pa.tier() as usize, pb.tier() as usize, n);
+            self.account_move(pb.tier() as usize, pa.tier() as usize, n);
             self.debug_check_capacity();
             self.charge_migration(n * PAGE_SIZE, mode);
             self.charge_migration(n * PAGE_SIZE, mode);
@@ -310,7 +310,7 @@ impl Mechanisms for Machine {
             let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
             for p in &mut v.pages[head..head + SUBPAGES_PER_HUGE as usize] {
                 if p.flags & F_WRITTEN == 0 {
-                    self.tiers[p.tier as usize].used -= 1;
+                    self.tiers[p.tier() as usize].used -= 1;
                     *p = PageState::EMPTY;
                     freed += 1;
                 }
@@ -346,8 +346,8 @@ impl Mechanisms for Machine {
         }
         let mut incoming = vec![0u64; self.tiers.len()];
         for p in &v.pages[range.clone()] {
-            if p.tier != tier.0 {
-                incoming[p.tier as usize] += 1;
+            if p.tier() != tier.0 {
+                incoming[p.tier() as usize] += 1;
             }
         }
         let need: u64 = incoming.iter().sum();
@@ -360,7 +360,7 @@ impl Mechanisms for Machine {
             .iter()
             .any(|p| p.flags & F_ACCESSED != 0);
         for p in &mut v.pages[range.clone()] {
-            p.tier = tier.0;
+            p.set_tier(tier.0);
             p.flags = (p.flags & F_WRITTEN) | F_HUGE;
         }
         if young {

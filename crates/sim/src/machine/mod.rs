@@ -473,7 +473,7 @@ impl Machine {
         };
         let strata = self.sampler.strata_of(vma.start_vpn, vma.nr_pages);
         self.spaces[pid as usize]
-            .insert(vma, strata)
+            .insert(vma, strata, self.sampler.keeps_one_in())
             .map_err(|why| SimError::BadMapping { pid, why })?;
         // Sampled by mapping, no mapping is kept or dropped whole.
         if len < self.stratum_bytes() && !self.sampler.by_mapping() {
@@ -548,17 +548,17 @@ impl Machine {
                             return Err(format!("pid {pid}: huge page {head:#x} crosses its vma"));
                         }
                         let h = v.pages[(head - v.vma.start_vpn) as usize];
-                        if !h.huge() || h.tier != p.tier {
+                        if !h.huge() || h.tier() != p.tier() {
                             return Err(format!(
                                 "pid {pid}: huge page {head:#x} split across tiers"
                             ));
                         }
                     }
                     if p.present() {
-                        if p.tier as usize >= self.tiers.len() {
-                            return Err(format!("pid {pid}: page in unknown tier {}", p.tier));
+                        if p.tier() as usize >= self.tiers.len() {
+                            return Err(format!("pid {pid}: page in unknown tier {}", p.tier()));
                         }
-                        per_tier[p.tier as usize] += 1;
+                        per_tier[p.tier() as usize] += 1;
                         rss += 1;
                     }
                     i += 1;

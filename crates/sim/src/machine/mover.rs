@@ -50,7 +50,7 @@ impl Machine {
         let now_ms = (self.now as u64 / NS_PER_MS).max(1) as u32;
         let window = self.pingpong_window_ms;
         let v = &mut self.spaces[pid.index()].vmas[vi];
-        let from = v.pages[ui].tier;
+        let from = v.pages[ui].tier();
         let n = if v.pages[ui].huge() {
             SUBPAGES_PER_HUGE as usize
         } else {
@@ -58,7 +58,7 @@ impl Machine {
         };
         let mut pingpong = false;
         for p in &mut v.pages[ui..ui + n] {
-            p.tier = to;
+            p.set_tier(to);
         }
         let head = &mut v.pages[ui];
         if to < from {
@@ -92,7 +92,7 @@ impl Machine {
         }
         let (vi, ui) = self.locate(pid, vpn).ok_or(MigrateError::NotPresent)?;
         let p = self.spaces[pid.index()].vmas[vi].pages[ui];
-        if p.tier == to.0 {
+        if p.tier() == to.0 {
             return Err(MigrateError::AlreadyThere);
         }
         let n = if p.huge() { SUBPAGES_PER_HUGE } else { 1 };
@@ -100,7 +100,7 @@ impl Machine {
             return Err(MigrateError::NoSpace);
         }
         self.retier(pid, vi, ui, to.0);
-        self.account_move(p.tier as usize, to.index(), n);
+        self.account_move(p.tier() as usize, to.index(), n);
         self.debug_check_capacity();
         self.charge_migration(n * PAGE_SIZE, mode);
         Ok(())

@@ -72,7 +72,7 @@ impl Machine {
                     let first = base + range.start as u64;
                     for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
                         let c = p.epoch_accesses;
-                        let fast = p.tier == 0;
+                        let fast = p.tier() == 0;
                         let hot = c > threshold
                             || (c == threshold && c > 0 && tie_room > 0 && {
                                 tie_room -= 1;
@@ -110,7 +110,7 @@ impl Machine {
                     for_sampled_chunks(&self.sampler, pid as u32, v, |range| {
                         for p in &v.pages[range] {
                             resident += u64::from(p.present());
-                            fast += u64::from(p.present() && TierId(p.tier).is_fast());
+                            fast += u64::from(p.present() && TierId(p.tier()).is_fast());
                         }
                     });
                 }
