@@ -39,6 +39,17 @@
 //!    back).
 //! 4. Update the prediction cache leaf by leaf (`preds[rid]` read and written).
 //!
+//! ## Replayed rounds
+//!
+//! FreqTier's XGBoost trained 400 rounds in about an hour; a tiering policy needs
+//! minutes of machine time to act, and computing a round on the host costs as much
+//! as simulating it. `computed_rounds` (0: all) computes only that many rounds; the
+//! remaining rounds replay the computed rounds' accesses in turn, each thread its
+//! own (`graph/engine.rs`, "Replayed trials"): a replayed round repeats a computed
+//! round's splits, so its rows go to the same leaves. The load before the first
+//! round is not replayed. A sampled run ([`Workload::restrict_to`]) generates,
+//! records and replays only the kept pages.
+//!
 //! Histogram updates: a node's histogram (1 MiB at the defaults) is built in the
 //! building thread's private cache, where XGBoost sizes its blocks to keep it; only
 //! its zeroing, the reductions and the subtraction and evaluation streams reach
@@ -50,11 +61,16 @@ use rand::RngCore;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use tierkit_core::{ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, PAGE_SIZE};
+use std::sync::OnceLock;
+use tierkit_core::{
+    ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE,
+};
 
 use crate::common;
-use crate::graph::engine::{self, ParFor, Program, Runner, Schedule, Sink, Stream, LINE_BYTES};
-use crate::graph::tagged_rng;
+use crate::graph::engine::{
+    self, ParFor, Program, Runner, Schedule, Sink, Stream, LINE_BYTES, TRIAL_MARK,
+};
+use crate::graph::{tagged_rng, trials_computed};
 use crate::layout::{Layout, Mapping};
 
 const NAME: &str = "xgboost";
@@ -78,6 +94,10 @@ pub struct XgboostConfig {
     pub max_depth: u32,
     /// Boosting rounds (trees). Default 2. Range >= 1.
     pub nr_rounds: u32,
+    /// Rounds computed on the host (0: all). The remaining rounds replay the
+    /// computed rounds' accesses in turn, each thread its own, as the graph kernels
+    /// replay trials (see "Replayed rounds"). Default 0. Range [0, `nr_rounds`].
+    pub computed_rounds: u32,
     /// Private cache (L2) per core, in KiB: histograms up to this size are built
     /// in cache. Default 1024 (1 MiB, a server core's L2). Range >= 0.
     pub private_cache_kib: u64,
@@ -101,6 +121,7 @@ impl Default for XgboostConfig {
             max_bin: 256,
             max_depth: 6,
             nr_rounds: 2,
+            computed_rounds: 0,
             private_cache_kib: 1024,
             gap_ns: 2,
             scale: 1.0,
@@ -135,6 +156,13 @@ impl XgboostConfig {
         }
         if self.nr_rounds == 0 {
             return Err(format!("{NAME}.nr_rounds must be >= 1, got 0").into());
+        }
+        if self.computed_rounds > self.nr_rounds {
+            return Err(format!(
+                "{NAME}.computed_rounds must be in [0, nr_rounds = {}] (0: every round computed), got {}",
+                self.nr_rounds, self.computed_rounds
+            )
+            .into());
         }
         common::check_common(NAME, self.scale, self.nr_threads, self.mlp)?;
         let rows = self.nr_rows as f64 * self.scale;
@@ -307,6 +335,8 @@ impl Booster {
                 if self.round == self.nr_rounds {
                     return false;
                 }
+                // The trial mark first: `phase(.., "round", ..)` reads up to the next mark.
+                s.mark(TRIAL_MARK);
                 s.mark("round");
                 self.tasks.push_back(Task::Gradients);
                 self.tasks.push_back(Task::InitRowSet);
@@ -594,11 +624,13 @@ impl Program for Program2 {
 pub struct Xgboost {
     mappings: Vec<Mapping>,
     runner: Runner<Program2>,
-    #[cfg(test)]
+    /// The program before its first access: counted on demand, and copied by tests.
     start: Program2,
     nr_threads: u32,
     mlp: f64,
-    expected: u64,
+    /// The access count, computed on first request: counting runs the computed
+    /// rounds once more, which a sampled run (whose count nobody asks) need not pay.
+    expected: OnceLock<u64>,
 }
 
 impl Xgboost {
@@ -635,7 +667,7 @@ impl Xgboost {
             max_bin,
             bin_bytes: bb,
             max_depth: cfg.max_depth,
-            nr_rounds: cfg.nr_rounds,
+            nr_rounds: trials_computed(cfg.nr_rounds, cfg.computed_rounds),
             hist_bytes,
             emit_updates: hist_bytes > cfg.private_cache_kib * 1024,
             gmat,
@@ -667,15 +699,14 @@ impl Xgboost {
             nr_threads: cfg.nr_threads,
             booster,
         };
-        let expected = engine::count_accesses(&program);
+        let replayed = cfg.nr_rounds - trials_computed(cfg.nr_rounds, cfg.computed_rounds);
         Xgboost {
             mappings,
-            #[cfg(test)]
             start: program.clone(),
-            runner: Runner::new(program, cfg.nr_threads, cfg.gap_ns),
+            runner: Runner::with_replays(program, cfg.nr_threads, cfg.gap_ns, replayed),
             nr_threads: cfg.nr_threads,
             mlp: cfg.mlp,
-            expected,
+            expected: OnceLock::new(),
         }
     }
 
@@ -710,8 +741,22 @@ impl Workload for Xgboost {
         }
     }
 
+    /// The whole stream's access count; `None` once restricted to a sample.
     fn expected_accesses(&self) -> Option<u64> {
-        Some(self.expected)
+        if self.runner.is_restricted() {
+            return None;
+        }
+        Some(
+            *self.expected.get_or_init(|| {
+                engine::count_with_replays(&self.start, self.runner.replayed_trials())
+            }),
+        )
+    }
+
+    /// Generate only the pages `sampler` keeps.
+    fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
+        self.runner.keep_only_sampled(sampler, &self.mappings);
+        true
     }
 }
 
@@ -719,7 +764,7 @@ impl Workload for Xgboost {
 mod tests {
     use super::*;
     use crate::graph::engine::testing::{phase, record, Event};
-    use crate::testutil::{check_structure, drain};
+    use crate::testutil::{accesses, check_restricted, check_structure, drain};
 
     fn small(nr_rows: u64, nr_threads: u32) -> XgboostConfig {
         XgboostConfig {
@@ -814,6 +859,77 @@ mod tests {
     }
 
     #[test]
+    fn replayed_rounds_repeat_the_computed_rounds_in_turn() {
+        // One thread, so the global order is the thread's: 5 rounds of which 2 are
+        // computed must be the load, R1, R2, then R1, R2, R1 again.
+        let mut cfg = small(5_000, 1);
+        cfg.nr_rounds = 2;
+        let two = Xgboost::new(&cfg, 9);
+        let events = record(&mut two.start.clone());
+        let round_at: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Event::Mark("trial")))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(round_at.len(), 2);
+        let ops = |evs: &[Event]| -> Vec<(u64, bool)> {
+            evs.iter()
+                .filter_map(|e| match *e {
+                    Event::Access { addr, write, .. } => Some((addr, write)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (load, r1, r2) = (
+            ops(&events[..round_at[0]]),
+            ops(&events[round_at[0]..round_at[1]]),
+            ops(&events[round_at[1]..]),
+        );
+        assert!(r1 != r2, "the two rounds split differently");
+        let want: Vec<(u64, bool)> = [&load, &r1, &r2, &r1, &r2, &r1]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        cfg.nr_rounds = 5;
+        cfg.computed_rounds = 2;
+        let mut w = Xgboost::new(&cfg, 9);
+        let d = drain(&mut w);
+        let got: Vec<(u64, bool)> = accesses(&d.streams[0][0])
+            .map(|(a, wr, _)| (a, wr))
+            .collect();
+        assert_eq!(got, want);
+        check_structure(&w, &d);
+        assert_eq!(w.expected_accesses(), Some(want.len() as u64));
+    }
+
+    #[test]
+    fn restricted_boosting_emits_exactly_the_kept_part_of_its_stream() {
+        let make = |threads: u32, computed: u32| {
+            move || -> Box<dyn Workload> {
+                let mut cfg = small(60_000, threads);
+                cfg.nr_rounds = 3;
+                cfg.computed_rounds = computed;
+                Box::new(Xgboost::new(&cfg, 4))
+            }
+        };
+        let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 3);
+        let by_mapping = sampler.with_strata(tierkit_core::SampleStrata::Mapping);
+        for s in [&sampler, &by_mapping] {
+            check_restricted(&make(1, 0), s, 1e-12);
+            check_restricted(&make(2, 1), s, 1e-12);
+        }
+        let mut w = make(1, 1)();
+        assert!(w.restrict_to(&by_mapping));
+        assert_eq!(
+            w.expected_accesses(),
+            None,
+            "a sample's count is not announced"
+        );
+    }
+
+    #[test]
     fn validate_names_the_bad_field() {
         let bad = |f: &dyn Fn(&mut XgboostConfig), field: &str| {
             let mut c = XgboostConfig::default();
@@ -827,6 +943,7 @@ mod tests {
         bad(&|c| c.max_depth = 0, "max_depth");
         bad(&|c| c.max_depth = 17, "max_depth");
         bad(&|c| c.nr_rounds = 0, "nr_rounds");
+        bad(&|c| c.computed_rounds = 3, "computed_rounds");
         bad(&|c| c.scale = 0.0, "scale");
         bad(&|c| c.nr_threads = 0, "nr_threads");
         bad(&|c| c.nr_rows = 1 << 40, "nr_rows");

@@ -369,6 +369,23 @@ impl<P: Program> Runner<P> {
         self.queues.keep = Some(KeptPages::new(sampler, vpns));
     }
 
+    /// [`Runner::keep_only`] the pages `sampler` keeps of `mappings`, the workload's
+    /// every mapping (its process 0's whole address space): what a one-process
+    /// workload's [`tierkit_core::Workload::restrict_to`] does.
+    pub(crate) fn keep_only_sampled(
+        &mut self,
+        sampler: &tierkit_core::RegionSampler,
+        mappings: &[crate::layout::Mapping],
+    ) {
+        let mut kept = StreamSampler::new(*sampler);
+        for m in mappings {
+            kept.observe(0, &m.mmap_op());
+        }
+        let first = mappings.iter().map(|m| m.addr).min().unwrap_or(0);
+        let end = mappings.iter().map(|m| m.end()).max().unwrap_or(0);
+        self.keep_only(kept, first / PAGE_SIZE..end.div_ceil(PAGE_SIZE));
+    }
+
     /// True once [`Runner::keep_only`] has restricted the stream to a sample.
     pub(crate) fn is_restricted(&self) -> bool {
         self.queues.keep.is_some()

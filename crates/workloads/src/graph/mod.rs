@@ -70,9 +70,7 @@ use tierkit_core::ConfigError;
 
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use tierkit_core::{
-    Op, ProcessShape, RegionSampler, VmaKind, WorkloadShape, PAGE_SHIFT, PAGE_SIZE,
-};
+use tierkit_core::{Op, ProcessShape, RegionSampler, VmaKind, WorkloadShape, PAGE_SIZE};
 
 use crate::common;
 use crate::layout::{Layout, Mapping};
@@ -681,14 +679,7 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
 
     /// Generate only the regions `sampler` keeps (one process: the run's process 0).
     pub(crate) fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
-        let mut kept = tierkit_core::StreamSampler::new(*sampler);
-        for m in &self.mappings {
-            kept.observe(0, &m.mmap_op());
-        }
-        let first = self.mappings.iter().map(|m| m.addr).min().unwrap_or(0);
-        let end = self.mappings.iter().map(|m| m.end()).max().unwrap_or(0);
-        self.runner
-            .keep_only(kept, first >> PAGE_SHIFT..end.div_ceil(PAGE_SIZE));
+        self.runner.keep_only_sampled(sampler, &self.mappings);
         true
     }
 }
