@@ -469,7 +469,8 @@ pub struct ClaimsArgs {
     pub smoke: bool,
     /// Runs at once.
     pub jobs: usize,
-    /// Write `claims.md` into this docs directory and the tables into its policy pages.
+    /// Write `claims.md` into this docs directory and the tables into its policy pages
+    /// (with some papers left out, only the run papers' parts of `claims.md`).
     pub write_docs: Option<PathBuf>,
     /// Write into an `--out` that holds files `tierkit claims` did not write.
     pub force: bool,
@@ -487,14 +488,10 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
     if args.smoke && args.write_docs.is_some() {
         bail!("--smoke runs are too short to judge claims; drop --write-docs");
     }
-    // claims.md summarises every paper: written from a subset, it would lose the rest.
+    // claims.md summarises every paper: from a subset, only the subset's rows and
+    // sections are replaced in it (`splice_summary`).
     let some_papers_left_out =
         !args.papers.is_empty() && valid.iter().any(|v| !args.papers.iter().any(|p| p == v));
-    if args.write_docs.is_some() && some_papers_left_out {
-        bail!(
-            "--write-docs rewrites docs/claims.md for every paper; drop --paper (the other papers' finished runs in --out are reused)"
-        );
-    }
     let chosen: Vec<&ClaimFile> = files
         .iter()
         .filter(|f| args.papers.is_empty() || args.papers.contains(&f.paper))
@@ -545,7 +542,15 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
         );
     }
     if let Some(docs) = &args.write_docs {
-        write_docs(docs, &files, &judged, &summary)?;
+        let claims_md = if some_papers_left_out {
+            let path = docs.join("claims.md");
+            let old = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            splice_summary(&old, &chosen, &judged)?
+        } else {
+            summary.clone()
+        };
+        write_docs(docs, &files, &judged, &claims_md)?;
     }
     Ok((judged, summary))
 }
@@ -824,55 +829,132 @@ pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String
     s.push_str("| paper | reproduced | partly | not reproduced | cannot be tested | no data | headline comparisons reproduced in direction | of them on runs of at least 60 s alone |\n|---|---|---|---|---|---|---|---|\n");
     let mut all_head = (0, 0, 0);
     for f in files {
-        let mine: Vec<&Judged> = judged.iter().filter(|j| j.paper == f.paper).collect();
-        if mine.is_empty() {
+        let Some((row, (ok, heads, long))) = summary_row(f, judged) else {
             continue;
-        }
-        let count = |v: Verdict| mine.iter().filter(|j| j.verdict == v).count();
-        let heads: Vec<&&Judged> = mine
-            .iter()
-            .filter(|j| j.headline && j.verdict != Verdict::CannotBeTested)
-            .collect();
-        let in_direction: Vec<&&Judged> = heads
-            .iter()
-            .copied()
-            .filter(|j| matches!(j.verdict, Verdict::Reproduced | Verdict::Partly))
-            .collect();
-        let head_ok = in_direction.len();
-        let head_long = in_direction
-            .iter()
-            .filter(|j| j.direction_on_long_runs == Some(true))
-            .count();
-        all_head.0 += head_ok;
-        all_head.1 += heads.len();
-        all_head.2 += head_long;
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} of {} | {} |",
-            f.title,
-            count(Verdict::Reproduced),
-            count(Verdict::Partly),
-            count(Verdict::NotReproduced),
-            count(Verdict::CannotBeTested),
-            count(Verdict::NoData),
-            head_ok,
-            heads.len(),
-            head_long
-        );
+        };
+        all_head.0 += ok;
+        all_head.1 += heads;
+        all_head.2 += long;
+        s.push_str(&row);
     }
-    let _ = writeln!(
-        s,
-        "\nHeadline comparisons reproduced in direction (fully or in some cells): {} of {}; \
-         {} of them also on the cells whose runs lasted at least {} s of machine time alone \
-         (the others rest on shorter runs, in which many policies cannot pass one period).\n",
-        all_head.0, all_head.1, all_head.2, LONG_RUN_S
-    );
+    let _ = write!(s, "\n{}\n\n", headline_line(all_head));
     for f in files {
         if judged.iter().any(|j| j.paper == f.paper) {
-            let _ = writeln!(s, "## {}\n\n{}", f.title, paper_table(judged, &f.paper));
+            s.push_str(&paper_section(f, judged));
         }
     }
     s
+}
+
+/// A paper's row of the summary table (with its newline) and its headline counts:
+/// (reproduced in direction, headlines testable, of them on long runs). None when
+/// none of its claims was judged.
+fn summary_row(f: &ClaimFile, judged: &[Judged]) -> Option<(String, (usize, usize, usize))> {
+    let mine: Vec<&Judged> = judged.iter().filter(|j| j.paper == f.paper).collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let count = |v: Verdict| mine.iter().filter(|j| j.verdict == v).count();
+    let heads: Vec<&&Judged> = mine
+        .iter()
+        .filter(|j| j.headline && j.verdict != Verdict::CannotBeTested)
+        .collect();
+    let in_direction: Vec<&&Judged> = heads
+        .iter()
+        .copied()
+        .filter(|j| matches!(j.verdict, Verdict::Reproduced | Verdict::Partly))
+        .collect();
+    let head_ok = in_direction.len();
+    let head_long = in_direction
+        .iter()
+        .filter(|j| j.direction_on_long_runs == Some(true))
+        .count();
+    let row = format!(
+        "| {} | {} | {} | {} | {} | {} | {} of {} | {} |\n",
+        f.title,
+        count(Verdict::Reproduced),
+        count(Verdict::Partly),
+        count(Verdict::NotReproduced),
+        count(Verdict::CannotBeTested),
+        count(Verdict::NoData),
+        head_ok,
+        heads.len(),
+        head_long
+    );
+    Some((row, (head_ok, heads.len(), head_long)))
+}
+
+/// The sentence under the summary table: headlines (in direction, of, on long runs).
+fn headline_line((ok, of, long): (usize, usize, usize)) -> String {
+    format!(
+        "{HEADLINE_LINE_START} {ok} of {of}; {long} of them also on the cells whose runs lasted \
+         at least {LONG_RUN_S} s of machine time alone (the others rest on shorter runs, in \
+         which many policies cannot pass one period)."
+    )
+}
+
+const HEADLINE_LINE_START: &str =
+    "Headline comparisons reproduced in direction (fully or in some cells):";
+
+/// A paper's section of `claims.md`, up to the next section.
+fn paper_section(f: &ClaimFile, judged: &[Judged]) -> String {
+    format!("## {}\n\n{}\n", f.title, paper_table(judged, &f.paper))
+}
+
+/// `claims.md` as written by an earlier run of every paper, with the papers judged
+/// now (`chosen`) replaced: their summary rows and sections, and the headline
+/// sentence recomputed from every row. The other papers' text is kept as it was
+/// generated, so a run of one paper updates the docs without rerunning the others.
+fn splice_summary(old: &str, chosen: &[&ClaimFile], judged: &[Judged]) -> Result<String> {
+    let stale = "rerun `tierkit claims --write-docs docs` without --paper first";
+    let mut text = old.to_string();
+    for f in chosen {
+        let Some((row, _)) = summary_row(f, judged) else {
+            continue;
+        };
+        let row_start = format!("| {} |", f.title);
+        let Some(at) = text.find(&format!("\n{row_start}")).map(|i| i + 1) else {
+            bail!("docs/claims.md has no summary row for {}; {stale}", f.title);
+        };
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+        text.replace_range(at..end, &row);
+        let heading = format!("\n## {}\n", f.title);
+        let Some(at) = text.find(&heading).map(|i| i + 1) else {
+            bail!("docs/claims.md has no section for {}; {stale}", f.title);
+        };
+        let end = text[at + 1..]
+            .find("\n## ")
+            .map_or(text.len(), |i| at + 1 + i + 1);
+        text.replace_range(at..end, &paper_section(f, judged));
+    }
+    // Every paper's counts, from the summary table's rows (columns 7 and 8).
+    let mut all = (0usize, 0usize, 0usize);
+    let rows = text
+        .lines()
+        .skip_while(|l| !l.starts_with("|---"))
+        .skip(1)
+        .take_while(|l| l.starts_with("| "));
+    for l in rows {
+        let cols: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+        let parsed: Option<(usize, usize, usize)> = (|| {
+            let (ok, of) = cols.get(6)?.split_once(" of ")?;
+            Some((
+                ok.parse().ok()?,
+                of.parse().ok()?,
+                cols.get(7)?.parse().ok()?,
+            ))
+        })();
+        let Some((ok, of, long)) = parsed else {
+            bail!("docs/claims.md: cannot read the summary row `{l}`; {stale}");
+        };
+        all = (all.0 + ok, all.1 + of, all.2 + long);
+    }
+    let Some(at) = text.find(HEADLINE_LINE_START) else {
+        bail!("docs/claims.md has no headline sentence; {stale}");
+    };
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    text.replace_range(at..end, &headline_line(all));
+    Ok(text)
 }
 
 const BEGIN: &str = "<!-- claims:begin -->";
@@ -1146,6 +1228,46 @@ mod tests {
         // One process lists none: no value.
         assert_eq!(first_tenth_fast_share(&serde_json::json!({})), None);
         assert_eq!(first_tenth_fast_share(&procs(&[])), None);
+    }
+
+    /// Rerunning one paper and splicing its part into claims.md gives the file a run
+    /// of every paper would write; a claims.md without the paper is refused.
+    #[test]
+    fn splicing_one_paper_equals_writing_every_paper() {
+        let file = |p: &str, t: &str| ClaimFile {
+            paper: p.into(),
+            title: t.into(),
+            matrices: BTreeMap::new(),
+            claims: vec![],
+        };
+        let files = [file("p", "P"), file("q", "Q"), file("r", "R")];
+        let judged = |f: &ClaimFile, verdict: Verdict, long: Option<bool>, words: &str| {
+            let mut j = judge(
+                f,
+                &claim(Expect::Better, Aggregate::Each, None),
+                &BTreeMap::new(),
+            );
+            j.verdict = verdict;
+            j.direction_on_long_runs = long;
+            j.measured = words.into();
+            j
+        };
+        let old = vec![
+            judged(&files[0], Verdict::Reproduced, Some(true), "p then"),
+            judged(&files[1], Verdict::NotReproduced, None, "q then"),
+            judged(&files[2], Verdict::Partly, Some(false), "r then"),
+        ];
+        let mut new = old.clone();
+        new[1] = judged(&files[1], Verdict::Partly, Some(true), "q now");
+        let spliced =
+            splice_summary(&summary_md(&files, &old, false), &[&files[1]], &new[1..2]).unwrap();
+        assert_eq!(spliced, summary_md(&files, &new, false));
+        assert!(spliced.contains(&headline_line((3, 3, 2))), "{spliced}");
+        let without_q = summary_md(&[file("p", "P")], &old, false);
+        let e = splice_summary(&without_q, &[&files[1]], &new[1..2])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no summary row for Q"), "{e}");
     }
 
     #[test]

@@ -118,7 +118,8 @@ enum Command {
         #[arg(long)]
         smoke: bool,
         /// Write claims.md into this docs directory and each paper's table into its
-        /// page under policies/ (between the claims markers).
+        /// page under policies/ (between the claims markers). With --paper, only those
+        /// papers' rows and sections of the existing claims.md are replaced.
         #[arg(long)]
         write_docs: Option<PathBuf>,
         /// Write into --out even if it holds files tierkit claims did not write.
