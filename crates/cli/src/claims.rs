@@ -492,6 +492,23 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
     // sections are replaced in it (`splice_summary`).
     let some_papers_left_out =
         !args.papers.is_empty() && valid.iter().any(|v| !args.papers.iter().any(|p| p == v));
+    // Checked before any run: a docs directory it cannot splice into fails now.
+    let old_claims_md = match &args.write_docs {
+        Some(docs) if some_papers_left_out => {
+            let path = docs.join("claims.md");
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                anyhow!(
+                    "--write-docs with --paper replaces those papers' parts of {}, which cannot be read ({e}); drop --paper to write it whole",
+                    path.display()
+                )
+            })?;
+            for f in files.iter().filter(|f| args.papers.contains(&f.paper)) {
+                check_spliceable(&text, f)?;
+            }
+            Some(text)
+        }
+        _ => None,
+    };
     let chosen: Vec<&ClaimFile> = files
         .iter()
         .filter(|f| args.papers.is_empty() || args.papers.contains(&f.paper))
@@ -542,13 +559,9 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
         );
     }
     if let Some(docs) = &args.write_docs {
-        let claims_md = if some_papers_left_out {
-            let path = docs.join("claims.md");
-            let old = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            splice_summary(&old, &chosen, &judged)?
-        } else {
-            summary.clone()
+        let claims_md = match &old_claims_md {
+            Some(old) => splice_summary(old, &chosen, &judged)?,
+            None => summary.clone(),
         };
         write_docs(docs, &files, &judged, &claims_md)?;
     }
@@ -899,6 +912,18 @@ const HEADLINE_LINE_START: &str =
 /// A paper's section of `claims.md`, up to the next section.
 fn paper_section(f: &ClaimFile, judged: &[Judged]) -> String {
     format!("## {}\n\n{}\n", f.title, paper_table(judged, &f.paper))
+}
+
+/// The summary row and section of `f` that [`splice_summary`] replaces are in `old`.
+fn check_spliceable(old: &str, f: &ClaimFile) -> Result<()> {
+    let stale = "rerun `tierkit claims --write-docs docs` without --paper first";
+    if !old.contains(&format!("\n| {} |", f.title)) {
+        bail!("docs/claims.md has no summary row for {}; {stale}", f.title);
+    }
+    if !old.contains(&format!("\n## {}\n", f.title)) {
+        bail!("docs/claims.md has no section for {}; {stale}", f.title);
+    }
+    Ok(())
 }
 
 /// `claims.md` as written by an earlier run of every paper, with the papers judged

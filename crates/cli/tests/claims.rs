@@ -68,20 +68,38 @@ fn bad_claims_input_is_one_line() {
         "/nonexistent/x",
     ]);
     assert!(err.contains("drop --write-docs"), "{err}");
-    // Docs written from one paper would drop the others' rows from claims.md.
-    let err = refused(&[
-        "claims",
-        "--paper",
-        "chrono",
-        "--write-docs",
-        "docs",
-        "--out",
-        "/nonexistent/x",
-    ]);
+    // Docs of one paper are spliced into an existing claims.md: without one (or
+    // without the paper's rows in it) the command stops before running anything.
+    let docs = std::env::temp_dir().join(format!("tierkit-claims-docs-{}", std::process::id()));
+    std::fs::create_dir_all(&docs).unwrap();
+    let out = std::env::temp_dir().join(format!("tierkit-claims-unused-{}", std::process::id()));
+    let args = |docs: &std::path::Path| {
+        [
+            "claims".to_string(),
+            "--paper".into(),
+            "chrono".into(),
+            "--write-docs".into(),
+            docs.display().to_string(),
+            "--out".into(),
+            out.display().to_string(),
+        ]
+    };
+    let a = args(&docs);
+    let err = refused(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(
-        err.contains("--write-docs rewrites docs/claims.md for every paper; drop --paper"),
+        err.contains("--write-docs with --paper replaces those papers' parts of")
+            && err.contains("drop --paper to write it whole"),
         "{err}"
     );
+    std::fs::write(
+        docs.join("claims.md"),
+        "# Paper claims\n\n| MEMTIS (SOSP'23) | 1 |\n",
+    )
+    .unwrap();
+    let err = refused(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(err.contains("no summary row for Chrono"), "{err}");
+    assert!(!out.exists(), "nothing ran");
+    std::fs::remove_dir_all(&docs).unwrap();
     // A directory with someone else's files is refused, and they stay.
     let dir = std::env::temp_dir().join(format!("tierkit-claims-occupied-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
