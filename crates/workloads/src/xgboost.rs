@@ -763,7 +763,7 @@ impl Workload for Xgboost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::engine::testing::{phase, record, Event};
+    use crate::graph::engine::testing::{accesses_by_trial, phase, record, Event};
     use crate::testutil::{accesses, check_restricted, check_structure, drain};
 
     fn small(nr_rows: u64, nr_threads: u32) -> XgboostConfig {
@@ -865,29 +865,11 @@ mod tests {
         let mut cfg = small(5_000, 1);
         cfg.nr_rounds = 2;
         let two = Xgboost::new(&cfg, 9);
-        let events = record(&mut two.start.clone());
-        let round_at: Vec<usize> = events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(e, Event::Mark("trial")))
-            .map(|(i, _)| i)
-            .collect();
-        assert_eq!(round_at.len(), 2);
-        let ops = |evs: &[Event]| -> Vec<(u64, bool)> {
-            evs.iter()
-                .filter_map(|e| match *e {
-                    Event::Access { addr, write, .. } => Some((addr, write)),
-                    _ => None,
-                })
-                .collect()
-        };
-        let (load, r1, r2) = (
-            ops(&events[..round_at[0]]),
-            ops(&events[round_at[0]..round_at[1]]),
-            ops(&events[round_at[1]..]),
-        );
+        let (load, rounds) = accesses_by_trial(&record(&mut two.start.clone()));
+        assert_eq!(rounds.len(), 2);
+        let (r1, r2) = (&rounds[0], &rounds[1]);
         assert!(r1 != r2, "the two rounds split differently");
-        let want: Vec<(u64, bool)> = [&load, &r1, &r2, &r1, &r2, &r1]
+        let want: Vec<(u64, bool)> = [&load, r1, r2, r1, r2, r1]
             .into_iter()
             .flatten()
             .copied()

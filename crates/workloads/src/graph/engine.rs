@@ -652,6 +652,35 @@ pub(crate) mod testing {
         r.events
     }
 
+    /// (address, write) of each access of a stretch of events.
+    pub type Accesses = Vec<(u64, bool)>;
+
+    /// The accesses before the first `"trial"` mark, and those of each trial (from its
+    /// mark to the next one or the end).
+    pub fn accesses_by_trial(events: &[Event]) -> (Accesses, Vec<Accesses>) {
+        let accesses = |evs: &[Event]| -> Accesses {
+            evs.iter()
+                .filter_map(|e| match *e {
+                    Event::Access { addr, write, .. } => Some((addr, write)),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut at: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e, Event::Mark(TRIAL_MARK)))
+            .map(|(i, _)| i)
+            .collect();
+        let before = accesses(&events[..at.first().copied().unwrap_or(events.len())]);
+        at.push(events.len());
+        let trials = at
+            .windows(2)
+            .map(|w| accesses(&events[w[0]..w[1]]))
+            .collect();
+        (before, trials)
+    }
+
     /// The events between the `n`-th mark called `from` (0-based) and the next mark
     /// of any name.
     pub fn phase<'a>(events: &'a [Event], from: &str, n: usize) -> &'a [Event] {

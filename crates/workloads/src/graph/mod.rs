@@ -815,7 +815,7 @@ pub(crate) fn pick_source<R: RngCore>(g: &Csr, rng: &mut R) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::engine::testing::{record, Event};
+    use super::engine::testing::{accesses_by_trial, record};
     use super::*;
     use crate::testutil::{accesses, check_restricted, check_structure, drain};
     use crate::{GraphBc, GraphBcConfig, GraphBfs, GraphBfsConfig, GraphPr, GraphPrConfig};
@@ -978,29 +978,11 @@ mod tests {
             ..GraphBfsConfig::default()
         };
         let two = GraphBfs::new(&cfg, 5);
-        let events = record(&mut two.inner.program());
-        let trial_at: Vec<usize> = events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| matches!(e, Event::Mark("trial")))
-            .map(|(i, _)| i)
-            .collect();
-        assert_eq!(trial_at.len(), 2);
-        let ops = |evs: &[Event]| -> Vec<(u64, bool)> {
-            evs.iter()
-                .filter_map(|e| match *e {
-                    Event::Access { addr, write, .. } => Some((addr, write)),
-                    _ => None,
-                })
-                .collect()
-        };
-        let (build, t1, t2) = (
-            ops(&events[..trial_at[0]]),
-            ops(&events[trial_at[0]..trial_at[1]]),
-            ops(&events[trial_at[1]..]),
-        );
+        let (build, trials) = accesses_by_trial(&record(&mut two.inner.program()));
+        assert_eq!(trials.len(), 2);
+        let (t1, t2) = (&trials[0], &trials[1]);
         assert!(t1 != t2, "the two sources differ");
-        let want: Vec<(u64, bool)> = [&build, &t1, &t2, &t1, &t2, &t1]
+        let want: Vec<(u64, bool)> = [&build, t1, t2, t1, t2, t1]
             .into_iter()
             .flatten()
             .copied()
