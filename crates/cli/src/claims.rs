@@ -18,6 +18,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// The built-in claim files, one per paper, in the order reports list them.
@@ -503,7 +504,7 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
                 )
             })?;
             for f in files.iter().filter(|f| args.papers.contains(&f.paper)) {
-                check_spliceable(&text, f)?;
+                paper_spans(&text, f)?;
             }
             Some(text)
         }
@@ -914,16 +915,29 @@ fn paper_section(f: &ClaimFile, judged: &[Judged]) -> String {
     format!("## {}\n\n{}\n", f.title, paper_table(judged, &f.paper))
 }
 
-/// The summary row and section of `f` that [`splice_summary`] replaces are in `old`.
-fn check_spliceable(old: &str, f: &ClaimFile) -> Result<()> {
-    let stale = "rerun `tierkit claims --write-docs docs` without --paper first";
-    if !old.contains(&format!("\n| {} |", f.title)) {
-        bail!("docs/claims.md has no summary row for {}; {stale}", f.title);
-    }
-    if !old.contains(&format!("\n## {}\n", f.title)) {
-        bail!("docs/claims.md has no section for {}; {stale}", f.title);
-    }
-    Ok(())
+/// What to do when `docs/claims.md` cannot take one paper's part.
+const SPLICE_STALE: &str = "rerun `tierkit claims --write-docs docs` without --paper first";
+
+/// Where `f`'s summary row (with its newline) and section (up to the next one) are in
+/// a `claims.md`: what [`splice_summary`] replaces.
+fn paper_spans(text: &str, f: &ClaimFile) -> Result<(Range<usize>, Range<usize>)> {
+    let Some(row) = text.find(&format!("\n| {} |", f.title)).map(|i| i + 1) else {
+        bail!(
+            "docs/claims.md has no summary row for {}; {SPLICE_STALE}",
+            f.title
+        );
+    };
+    let row_end = text[row..].find('\n').map_or(text.len(), |i| row + i + 1);
+    let Some(section) = text.find(&format!("\n## {}\n", f.title)).map(|i| i + 1) else {
+        bail!(
+            "docs/claims.md has no section for {}; {SPLICE_STALE}",
+            f.title
+        );
+    };
+    let section_end = text[section..]
+        .find("\n## ")
+        .map_or(text.len(), |i| section + i + 1);
+    Ok((row..row_end, section..section_end))
 }
 
 /// `claims.md` as written by an earlier run of every paper, with the papers judged
@@ -931,26 +945,16 @@ fn check_spliceable(old: &str, f: &ClaimFile) -> Result<()> {
 /// sentence recomputed from every row. The other papers' text is kept as it was
 /// generated, so a run of one paper updates the docs without rerunning the others.
 fn splice_summary(old: &str, chosen: &[&ClaimFile], judged: &[Judged]) -> Result<String> {
-    let stale = "rerun `tierkit claims --write-docs docs` without --paper first";
     let mut text = old.to_string();
     for f in chosen {
         let Some((row, _)) = summary_row(f, judged) else {
             continue;
         };
-        let row_start = format!("| {} |", f.title);
-        let Some(at) = text.find(&format!("\n{row_start}")).map(|i| i + 1) else {
-            bail!("docs/claims.md has no summary row for {}; {stale}", f.title);
-        };
-        let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
-        text.replace_range(at..end, &row);
-        let heading = format!("\n## {}\n", f.title);
-        let Some(at) = text.find(&heading).map(|i| i + 1) else {
-            bail!("docs/claims.md has no section for {}; {stale}", f.title);
-        };
-        let end = text[at + 1..]
-            .find("\n## ")
-            .map_or(text.len(), |i| at + 1 + i + 1);
-        text.replace_range(at..end, &paper_section(f, judged));
+        let (row_span, section_span) = paper_spans(&text, f)?;
+        // The section lies after the summary table: replaced first, it leaves the
+        // row's span in place.
+        text.replace_range(section_span, &paper_section(f, judged));
+        text.replace_range(row_span, &row);
     }
     // Every paper's counts, from the summary table's rows (columns 7 and 8).
     let mut all = (0usize, 0usize, 0usize);
@@ -970,12 +974,12 @@ fn splice_summary(old: &str, chosen: &[&ClaimFile], judged: &[Judged]) -> Result
             ))
         })();
         let Some((ok, of, long)) = parsed else {
-            bail!("docs/claims.md: cannot read the summary row `{l}`; {stale}");
+            bail!("docs/claims.md: cannot read the summary row `{l}`; {SPLICE_STALE}");
         };
         all = (all.0 + ok, all.1 + of, all.2 + long);
     }
     let Some(at) = text.find(HEADLINE_LINE_START) else {
-        bail!("docs/claims.md has no headline sentence; {stale}");
+        bail!("docs/claims.md has no headline sentence; {SPLICE_STALE}");
     };
     let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
     text.replace_range(at..end, &headline_line(all));
