@@ -22,8 +22,7 @@ pub fn simulate(cfg: &RunConfig, show_progress: bool) -> Result<RunOutput> {
 /// sample rate equal `cfg`'s may replay the recording. `None` if the encoded streams
 /// would take more than `max_bytes` (the runs then generate the workload each).
 pub fn record_workload(cfg: &RunConfig, max_bytes: u64) -> Option<Arc<Recording>> {
-    let sampler = tierkit_sim::sampling::sampler_for(&cfg.sim, cfg.seed);
-    let mut w =
+    let (mut w, sampler) =
         tierkit_sim::sampling::sampled_workload(cfg.workload.build(cfg.seed), &cfg.sim, cfg.seed);
     Recording::record_within(
         &mut *w,
@@ -75,7 +74,7 @@ pub fn simulate_with(
             let sim_cfg = cfg.sim.clone();
             // The stream the machine will run: the sampled one when the run is sampled.
             Box::new(move || {
-                tierkit_sim::sampling::sampled_workload(wcfg.build(seed), &sim_cfg, seed)
+                tierkit_sim::sampling::sampled_workload(wcfg.build(seed), &sim_cfg, seed).0
             })
         }
     };
@@ -141,8 +140,8 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
             &mut t,
             "sample rate",
             match s.sample_strata.as_deref() {
-                Some(_) => format!(
-                    "{} of each mapping simulated (strata by mapping); counts are for the full machine",
+                Some(strata) => format!(
+                    "{} of each mapping simulated (strata by {strata}); counts are for the full machine",
                     s.sample_rate
                 ),
                 None => format!(

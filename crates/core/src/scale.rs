@@ -12,6 +12,8 @@
 
 use serde::Serialize;
 
+use std::sync::Arc;
+
 use crate::{Vpn, SUBPAGES_PER_HUGE};
 
 /// The space scale of a run: the share of 2 MiB regions simulated. 1 = exact.
@@ -91,7 +93,13 @@ impl SpaceScale {
 /// (see [`MappingStrata`]): a mapping's whole aligned blocks of N regions keep one
 /// region each, and the rest of it keeps one base page in each N, so a mapping under
 /// N regions is sampled page by page rather than kept whole or dropped whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// A few pages may be sampled in time instead ([`RegionSampler::with_time_sampled`]):
+/// simulated in every sample, whatever their unit, with one access in N of each
+/// thread kept ([`TimeThinning`]). A page that carries a large share of all accesses
+/// (the root of a connected-components run, `docs/sampling.md`) cannot be sampled in
+/// space: kept it counts N times, dropped it is gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegionSampler {
     salt: u64,
     /// `N - 1` where N = 1/rate is a power of two; 0 keeps every region.
@@ -100,6 +108,9 @@ pub struct RegionSampler {
     pid_offset: u32,
     /// Where the strata are drawn (`sim.sample_strata`).
     strata: SampleStrata,
+    /// Pages sampled in time, as `(process, page)` of the run, sorted; empty in most
+    /// runs.
+    time_sampled: Arc<[(u32, Vpn)]>,
 }
 
 /// Where a sampled run draws its strata (`sim.sample_strata`, `docs/sampling.md`).
@@ -118,6 +129,13 @@ pub enum SampleStrata {
     /// page in each N, on base pages only. Every mapping keeps `1/N` of its pages,
     /// give or take one page.
     Mapping,
+    /// Strata inside each mapping, every page of it sampled page by page (one base
+    /// page kept in each N): [`SampleStrata::Mapping`] without a part sampled by
+    /// region. No huge page can keep its shape, so only a machine without THP may use
+    /// it; in exchange a mapping whose accesses fall off across its length (a
+    /// connected-components label array, hottest at low vertex ids) is sampled evenly
+    /// along it instead of by a few 2 MiB regions.
+    Page,
 }
 
 /// How a mapping is sampled under [`SampleStrata::Mapping`]: computed from the mapping
@@ -168,7 +186,63 @@ impl RegionSampler {
             mask: n.next_power_of_two() - 1,
             pid_offset: 0,
             strata: SampleStrata::Address,
+            time_sampled: Arc::from([]),
         }
+    }
+
+    /// This sampler simulating `pages` (`(process, page)` of the run) in time rather
+    /// than in space: each is simulated in every sample, and a stream keeps one in N
+    /// of each thread's accesses to it ([`TimeThinning`]), each standing for N as every
+    /// sampled event does. Nothing changes in an exact run.
+    pub fn with_time_sampled(self, mut pages: Vec<(u32, Vpn)>) -> RegionSampler {
+        if self.keeps_all() {
+            pages.clear();
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        RegionSampler {
+            time_sampled: pages.into(),
+            ..self
+        }
+    }
+
+    /// The pages sampled in time, as `(process, page)` of the run, sorted.
+    pub fn time_sampled(&self) -> &[(u32, Vpn)] {
+        &self.time_sampled
+    }
+
+    /// The index in [`RegionSampler::time_sampled`] of page `vpn` of process `pid`,
+    /// if it is sampled in time.
+    #[inline]
+    pub fn time_sampled_index(&self, pid: u32, vpn: Vpn) -> Option<usize> {
+        if self.time_sampled.is_empty() {
+            return None;
+        }
+        self.time_sampled
+            .binary_search(&(pid.wrapping_add(self.pid_offset), vpn))
+            .ok()
+    }
+
+    /// True if the 2 MiB region holding `vpn` holds a page sampled in time of any
+    /// process: no huge page may back it, since the region's other pages may not be
+    /// simulated (`Machine`'s THP decisions).
+    #[inline]
+    pub fn region_holds_time_sampled(&self, vpn: Vpn) -> bool {
+        let head = vpn & !(SUBPAGES_PER_HUGE - 1);
+        self.time_sampled
+            .iter()
+            .any(|&(_, v)| v >= head && v < head + SUBPAGES_PER_HUGE)
+    }
+
+    /// The first page sampled in time of process `pid` in `[from, to)`.
+    #[inline]
+    fn next_time_sampled(&self, pid: u32, from: Vpn, to: Vpn) -> Option<Vpn> {
+        let p = pid.wrapping_add(self.pid_offset);
+        let i = self.time_sampled.partition_point(|&k| k < (p, from));
+        self.time_sampled
+            .get(i)
+            .filter(|&&(q, v)| q == p && v < to)
+            .map(|&(_, v)| v)
     }
 
     /// This sampler drawing its strata as `strata` says.
@@ -187,7 +261,7 @@ impl RegionSampler {
     /// on the address alone.
     #[inline]
     pub fn by_mapping(&self) -> bool {
-        self.strata == SampleStrata::Mapping && !self.keeps_all()
+        self.strata != SampleStrata::Address && !self.keeps_all()
     }
 
     /// The strata of a mapping of `nr_pages` pages from `start_vpn`, as mapped.
@@ -198,7 +272,10 @@ impl RegionSampler {
         let end = start_vpn + nr_pages;
         let first_region = start_vpn.div_ceil(SUBPAGES_PER_HUGE);
         let end_region = end / SUBPAGES_PER_HUGE;
-        let whole = end_region.saturating_sub(first_region) & !self.mask;
+        let whole = match self.strata {
+            SampleStrata::Page => 0,
+            _ => end_region.saturating_sub(first_region) & !self.mask,
+        };
         let (body_start, body_end) = if whole == 0 {
             (end, end)
         } else {
@@ -217,6 +294,9 @@ impl RegionSampler {
     /// and the first page after the sampling unit that holds it (its 2 MiB region, or
     /// the page itself where the mapping is sampled page by page): every page of a
     /// unit is kept or dropped together.
+    ///
+    /// A page sampled in time is a kept unit of its own, and a dropped unit ends
+    /// before the next one.
     #[inline]
     pub fn unit_at(&self, pid: u32, m: &MappingStrata, vpn: Vpn) -> (bool, Vpn) {
         let next_region = (vpn | (SUBPAGES_PER_HUGE - 1)) + 1;
@@ -226,7 +306,17 @@ impl RegionSampler {
         // A unit is kept when it stands for itself in its stratum.
         let kept = self.representative(pid, m, vpn) == vpn;
         let by_region = m.by_address || (vpn >= m.body_start && vpn < m.body_end);
-        (kept, if by_region { next_region } else { vpn + 1 })
+        let end = if by_region { next_region } else { vpn + 1 };
+        if self.time_sampled.is_empty() || kept {
+            return (kept, end);
+        }
+        if self.time_sampled_index(pid, vpn).is_some() {
+            return (true, vpn + 1);
+        }
+        (
+            false,
+            self.next_time_sampled(pid, vpn + 1, end).unwrap_or(end),
+        )
     }
 
     /// Call `f(from, to)` with each maximal run `[from, to)` of the pages in
@@ -325,7 +415,7 @@ impl RegionSampler {
     pub fn for_processes_from(&self, first: u32) -> RegionSampler {
         RegionSampler {
             pid_offset: self.pid_offset.wrapping_add(first),
-            ..*self
+            ..self.clone()
         }
     }
 
@@ -347,6 +437,9 @@ impl RegionSampler {
     #[inline]
     pub fn keeps(&self, pid: u32, addr: u64) -> bool {
         self.keeps_region(pid, addr >> crate::HUGE_PAGE_SHIFT)
+            || self
+                .time_sampled_index(pid, addr >> crate::PAGE_SHIFT)
+                .is_some()
     }
 
     /// True if region number `region` (an address shifted right by 21) of `pid` is
@@ -450,6 +543,37 @@ impl StreamSampler {
     }
 }
 
+/// Which of one thread's accesses to the pages sampled in time a sampled stream keeps
+/// ([`RegionSampler::with_time_sampled`]): of each page's accesses, in the thread's
+/// order, one in N, at a phase drawn by a hash of (process, page, thread) salted by
+/// the run's seed. Counting rather than drawing keeps exactly one in N (give or take
+/// one per page and thread), and a stream filter and a generator that restricts
+/// itself keep the same accesses of the same stream.
+#[derive(Debug, Clone, Default)]
+pub struct TimeThinning {
+    /// Accesses seen so far to each page of [`RegionSampler::time_sampled`].
+    seen: Vec<u64>,
+}
+
+impl TimeThinning {
+    /// Whether thread `thread` of process `pid` keeps its next access to the page of
+    /// index `index` in `sampler`'s [`RegionSampler::time_sampled`].
+    #[inline]
+    pub fn keeps(&mut self, sampler: &RegionSampler, pid: u32, thread: u32, index: usize) -> bool {
+        if self.seen.len() <= index {
+            self.seen
+                .resize(sampler.time_sampled.len().max(index + 1), 0);
+        }
+        let n = self.seen[index];
+        self.seen[index] = n + 1;
+        let (p, vpn) = sampler.time_sampled[index];
+        debug_assert_eq!(p, pid.wrapping_add(sampler.pid_offset));
+        let phase =
+            mix64(sampler.salt ^ 0x5449_4d45 ^ vpn ^ ((p as u64) << 48) ^ ((thread as u64) << 32));
+        (n.wrapping_add(phase) & sampler.mask) == 0
+    }
+}
+
 /// splitmix64's finaliser: a cheap, well-mixed 64-bit hash.
 #[inline]
 fn mix64(mut z: u64) -> u64 {
@@ -501,6 +625,55 @@ mod tests {
         assert_eq!(r.keeps(0, 5 << 21), r.keeps(0, (5 << 21) + 4096 * 300));
     }
 
+    #[test]
+    fn pages_sampled_in_time_are_kept_whatever_their_unit_and_thinned_one_in_n() {
+        for strata in [SampleStrata::Address, SampleStrata::Mapping] {
+            let r = RegionSampler::new(SpaceScale::new(1.0 / 8.0), 7).with_strata(strata);
+            let (start, nr) = (512 * 64, 512 * 16 + 40);
+            let m = r.strata_of(start, nr);
+            // A page in a dropped unit of process 1, and one of process 2.
+            let dropped = (start..start + nr)
+                .find(|&v| v % 512 > 100 && !r.keeps_page(1, &m, v))
+                .unwrap();
+            let t = r
+                .clone()
+                .with_time_sampled(vec![(2, dropped), (1, dropped)]);
+            assert_eq!(t.time_sampled(), &[(1, dropped), (2, dropped)]);
+            assert!(t.keeps_page(1, &m, dropped) && t.keeps_page(2, &m, dropped));
+            assert_eq!(t.unit_at(1, &m, dropped), (true, dropped + 1));
+            assert!(t.keeps(1, dropped << crate::PAGE_SHIFT));
+            // A dropped unit before it ends at it at the latest; nothing else changes.
+            for v in start..dropped {
+                let (kept, end) = t.unit_at(1, &m, v);
+                assert!(kept || end <= dropped, "{v}: {end}");
+            }
+            for v in start..start + nr {
+                assert_eq!(t.keeps_page(0, &m, v), r.keeps_page(0, &m, v), "{v}");
+                if v != dropped {
+                    assert_eq!(t.keeps_page(1, &m, v), r.keeps_page(1, &m, v), "{v}");
+                }
+            }
+            let mut runs = Vec::new();
+            t.for_kept_runs(1, &m, start, start + nr, |a, b| runs.push((a, b)));
+            assert!(runs.contains(&(dropped, dropped + 1)), "{runs:?}");
+            assert!(t.region_holds_time_sampled(dropped & !511));
+            assert!(!t.region_holds_time_sampled((dropped & !511) + 512));
+            // Each thread keeps one access in 8 to each page, at its own phase.
+            let mut phases = std::collections::BTreeSet::new();
+            for thread in 0..16 {
+                let mut th = TimeThinning::default();
+                let kept: Vec<u64> = (0..80).filter(|_| th.keeps(&t, 1, thread, 0)).collect();
+                assert_eq!(kept.len(), 10);
+                assert!(kept.windows(2).all(|w| w[1] - w[0] == 8));
+                phases.insert(kept[0]);
+            }
+            assert!(phases.len() > 4, "{phases:?}");
+        }
+        // An exact run samples nothing in time.
+        let exact = RegionSampler::new(SpaceScale::EXACT, 7).with_time_sampled(vec![(0, 5)]);
+        assert!(exact.time_sampled().is_empty());
+    }
+
     /// Pages of `[start, start + nr)` a sampler by mapping keeps in process `pid`.
     fn kept_pages(r: &RegionSampler, pid: u32, start: Vpn, nr: u64) -> Vec<Vpn> {
         let m = r.strata_of(start, nr);
@@ -512,7 +685,7 @@ mod tests {
     #[test]
     fn kept_runs_are_the_kept_pages_in_maximal_runs() {
         let by_address = RegionSampler::new(SpaceScale::new(1.0 / 4.0), 3);
-        let by_mapping = by_address.with_strata(SampleStrata::Mapping);
+        let by_mapping = by_address.clone().with_strata(SampleStrata::Mapping);
         let exact = RegionSampler::new(SpaceScale::EXACT, 3);
         // A mapping with an unaligned head and a page-sampled tail, walked from an
         // unaligned page.
@@ -651,7 +824,7 @@ mod tests {
         let r =
             RegionSampler::new(SpaceScale::new(1.0 / 8.0), 5).with_strata(SampleStrata::Mapping);
         let (addr, len) = (0x4000_0000u64 + 3 * 4096, 300 * 4096u64);
-        let mut s = StreamSampler::new(r);
+        let mut s = StreamSampler::new(r.clone());
         s.observe(
             1,
             &Op::Mmap {

@@ -101,8 +101,27 @@ pub trait Workload: Send {
     /// Under strata by mapping ([`crate::RegionSampler::by_mapping`]) what is kept
     /// depends on the mapping an address is in: a workload restricting itself then
     /// follows its mappings with a [`crate::StreamSampler`].
+    ///
+    /// Pages the sampler samples in time ([`crate::RegionSampler::time_sampled`]) are
+    /// kept whatever their unit, and a restricted stream keeps the accesses to them
+    /// that [`crate::TimeThinning`] keeps, thread by thread.
     fn restrict_to(&mut self, _sampler: &crate::scale::RegionSampler) -> bool {
         false
+    }
+
+    /// Sampled simulation with `sim.time_sampled_weight > 0`: the pages, as
+    /// `(process, page)`, that carry at least `min_share` of the workload's accesses
+    /// by a profile of its own (a graph kernel's first trial), to be sampled in time
+    /// rather than in space (`docs/sampling.md`). Called once, before
+    /// [`Workload::restrict_to`], with the sampler before any page is sampled in
+    /// time. Default: none (the workload has no profile; everything is sampled in
+    /// space).
+    fn time_sampled_pages(
+        &mut self,
+        _sampler: &crate::scale::RegionSampler,
+        _min_share: f64,
+    ) -> Vec<(u32, crate::Vpn)> {
+        Vec::new()
     }
 
     /// Total number of accesses this workload will produce if known in advance; used

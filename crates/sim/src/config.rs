@@ -503,6 +503,19 @@ pub struct SimConfig {
     /// from before it stay byte-identical.
     #[serde(skip_serializing_if = "is_address_strata")]
     pub sample_strata: tierkit_core::SampleStrata,
+    /// A page that would carry at least this share of a sampled run's accesses if it
+    /// were sampled in space (its share of the workload's accesses, by the workload's
+    /// own profile such as a graph kernel's first trial, times N) is simulated in time
+    /// instead: kept in every sample, with one access in N of each thread kept
+    /// (`docs/sampling.md`, "Pages sampled in time"). `0` (the default) samples every
+    /// page in space; workloads without a profile ignore it. No effect on an exact run.
+    /// Written into a resolved config only when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub time_sampled_weight: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The share of 2 MiB regions a run simulates: `1/denominator`, a power-of-two
@@ -622,6 +635,7 @@ impl Default for SimConfig {
             policy_time_scale: 1.0,
             sample_rate: SampleRate::EXACT,
             sample_strata: tierkit_core::SampleStrata::Address,
+            time_sampled_weight: 0.0,
         }
     }
 }
@@ -676,6 +690,15 @@ impl SimConfig {
             return Err(SimError::Config {
                 what: "sim.quantum_ns".into(),
                 why: "must be at least 1".into(),
+            });
+        }
+        if !(0.0..1.0).contains(&self.time_sampled_weight) {
+            return Err(SimError::Config {
+                what: "sim.time_sampled_weight".into(),
+                why: format!(
+                    "must be in [0, 1) (the share of a sampled run's accesses above which a page is sampled in time; 0 samples every page in space), got {}",
+                    self.time_sampled_weight
+                ),
             });
         }
         Ok(())

@@ -109,11 +109,20 @@ impl Simulation {
                 why: "needs at least one process with at least one thread".into(),
             });
         }
+        if machine_cfg.thp == crate::config::ThpMode::Always
+            && sim.sample_strata == tierkit_core::SampleStrata::Page
+            && sim.sample_rate != crate::config::SampleRate::EXACT
+        {
+            return Err(SimError::Config {
+                what: "sim.sample_strata".into(),
+                why: "\"page\" samples every page alone, so no huge page keeps its shape: use it with machine.thp = \"never\", or \"mapping\" or \"address\" with THP".into(),
+            });
+        }
         let req = policy.requirements();
         let tiers = machine_cfg.resolve(shape.footprint_bytes, req.unbounded_fast_tier)?;
         let scale = sim.sample_rate.scale();
         let llc = llc_geometry(machine_cfg, sim)?;
-        let workload = crate::sampling::sampled_workload(workload, sim, labels.seed);
+        let (workload, sampler) = crate::sampling::sampled_workload(workload, sim, labels.seed);
         let mut machine = Machine::new(MachineParams {
             tiers,
             thp: machine_cfg.thp,
@@ -125,7 +134,7 @@ impl Simulation {
             threads_per_process: shape.processes.iter().map(|p| p.nr_threads).collect(),
             policy_time_scale: sim.policy_time_scale,
             space_scale: scale,
-            sampler: crate::sampling::sampler_for(sim, labels.seed),
+            sampler,
         });
         machine.page_alloc_events = req.page_alloc_events;
         machine.declared = Some(req);
@@ -478,11 +487,13 @@ impl Simulation {
             seed: self.labels.seed,
             policy_time_scale: self.sim.policy_time_scale,
             sample_rate: self.sim.sample_rate.to_string(),
-            sample_strata: self
-                .machine
-                .sampler
-                .by_mapping()
-                .then(|| "mapping".to_string()),
+            sample_strata: match self.machine.sampler.strata() {
+                _ if !self.machine.sampler.by_mapping() => None,
+                tierkit_core::SampleStrata::Page => Some("page".to_string()),
+                _ => Some("mapping".to_string()),
+            },
+            time_sampled_pages: Some(self.machine.sampler.time_sampled().len() as u64)
+                .filter(|&n| n > 0),
             sim_seconds,
             accesses: c.accesses,
             throughput_accesses_per_s: if sim_seconds > 0.0 {

@@ -217,6 +217,10 @@ pub struct Summary {
     /// absent for address strata and exact runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_strata: Option<String>,
+    /// How many pages a sampled run simulated in time rather than in space
+    /// (`sim.time_sampled_weight`, `docs/sampling.md`); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_sampled_pages: Option<u64>,
     /// Simulated runtime (the slowest thread's clock), seconds.
     pub sim_seconds: f64,
     /// Accesses issued.

@@ -20,6 +20,8 @@ pub struct Sampled {
     /// The inner workload generates only kept regions itself
     /// ([`Workload::restrict_to`]); nothing is left to filter.
     restricted: bool,
+    /// Per process and thread: which accesses to the pages sampled in time it keeps.
+    thinning: Vec<Vec<TimeThinning>>,
 }
 
 impl Sampled {
@@ -31,21 +33,44 @@ impl Sampled {
             inner,
             sampler: StreamSampler::new(sampler),
             restricted,
+            thinning: Vec::new(),
         }
     }
 }
 
 impl Sampled {
-    /// Drop the unsampled accesses of `out[first..]`, following its mappings in
-    /// stream order (a restricted workload's accesses are all kept; only its
-    /// mappings are followed).
-    fn filter(&mut self, pid: u32, out: &mut Vec<Op>, first: usize) {
+    /// Drop the unsampled accesses of `out[first..]` of thread `thread` of process
+    /// `pid`, following its mappings in stream order (a restricted workload's
+    /// accesses are all kept; only its mappings are followed).
+    fn filter(&mut self, pid: u32, thread: usize, out: &mut Vec<Op>, first: usize) {
         let sampler = &mut self.sampler;
         let restricted = self.restricted;
+        let in_time = !restricted && !sampler.sampler().time_sampled().is_empty();
+        if in_time {
+            let p = pid as usize;
+            if self.thinning.len() <= p {
+                self.thinning.resize_with(p + 1, Vec::new);
+            }
+            if self.thinning[p].len() <= thread {
+                self.thinning[p].resize_with(thread + 1, TimeThinning::default);
+            }
+        }
         let mut k = first;
         for i in first..out.len() {
             let op = out[i];
             let keep = match op {
+                Op::Access { addr, .. } if in_time => {
+                    let vpn = addr >> PAGE_SHIFT;
+                    match sampler.sampler().time_sampled_index(pid, vpn) {
+                        Some(index) => self.thinning[pid as usize][thread].keeps(
+                            sampler.sampler(),
+                            pid,
+                            thread as u32,
+                            index,
+                        ),
+                        None => sampler.keeps(pid, addr),
+                    }
+                }
                 Op::Access { addr, .. } => restricted || sampler.keeps(pid, addr),
                 _ => {
                     sampler.observe(pid, &op);
@@ -66,19 +91,26 @@ pub fn sampler_for(sim: &SimConfig, seed: u64) -> RegionSampler {
     RegionSampler::new(sim.sample_rate.scale(), seed).with_strata(sim.sample_strata)
 }
 
-/// `workload` as a run with `sim` and `seed` simulates it: unchanged when exact, else
-/// wrapped in [`Sampled`].
+/// `workload` as a run with `sim` and `seed` simulates it, and the sampler the
+/// machine must use for it: unchanged when exact, else wrapped in [`Sampled`], with
+/// the pages the workload's profile finds would weigh `sim.time_sampled_weight` or
+/// more of the sampled stream sampled in time.
 pub fn sampled_workload(
-    workload: Box<dyn Workload>,
+    mut workload: Box<dyn Workload>,
     sim: &SimConfig,
     seed: u64,
-) -> Box<dyn Workload> {
-    let sampler = sampler_for(sim, seed);
+) -> (Box<dyn Workload>, RegionSampler) {
+    let mut sampler = sampler_for(sim, seed);
     if sampler.keeps_all() {
-        workload
-    } else {
-        Box::new(Sampled::new(workload, sampler))
+        return (workload, sampler);
     }
+    if sim.time_sampled_weight > 0.0 {
+        // A page of share s weighs s·N of the sampled stream when kept in space.
+        let min_share = sim.time_sampled_weight / sampler.keeps_one_in() as f64;
+        let pages = workload.time_sampled_pages(&sampler, min_share);
+        sampler = sampler.with_time_sampled(pages);
+    }
+    (Box::new(Sampled::new(workload, sampler.clone())), sampler)
 }
 
 impl Workload for Sampled {
@@ -101,7 +133,7 @@ impl Workload for Sampled {
         if self.restricted {
             let first = out.len();
             self.inner.fill(process, thread, out);
-            self.filter(pid, out, first);
+            self.filter(pid, thread, out, first);
             debug_assert!(out.iter().all(|op| match *op {
                 Op::Access { addr, .. } => self.sampler.keeps(pid, addr),
                 _ => true,
@@ -115,7 +147,7 @@ impl Workload for Sampled {
             if out.is_empty() {
                 return;
             }
-            self.filter(pid, out, 0);
+            self.filter(pid, thread, out, 0);
             if !out.is_empty() {
                 return;
             }
@@ -125,6 +157,10 @@ impl Workload for Sampled {
     fn restrict_to(&mut self, sampler: &RegionSampler) -> bool {
         // Already sampled: a second identical sampler changes nothing.
         sampler == self.sampler.sampler()
+    }
+
+    fn time_sampled_pages(&mut self, _sampler: &RegionSampler, _min_share: f64) -> Vec<(u32, Vpn)> {
+        self.sampler.sampler().time_sampled().to_vec()
     }
 
     fn expected_accesses(&self) -> Option<u64> {

@@ -293,7 +293,7 @@ impl Workload for Gups {
         let from_hot = p * kept_hot as f64 / self.hot_elements as f64;
         let q = from_hot + (1.0 - p) * kept_all as f64 / self.nr_elements as f64;
         self.restricted = Some(Restriction {
-            sampler: *sampler,
+            sampler: sampler.clone(),
             kept_before_hot: kept.rank(h0),
             kept,
             kept_hot,

@@ -321,11 +321,11 @@ mod tests {
         let mut layout = Layout::new();
         let m = layout.map(61 * HUGE_PAGE_SIZE + 3 * PAGE_SIZE, VmaKind::Anon);
         for (sampler, element_bytes) in [
-            (by_address, 64),
-            (by_address, PAGE_SIZE),
-            (by_address, HUGE_PAGE_SIZE),
-            (by_mapping, 64),
-            (by_mapping, PAGE_SIZE),
+            (by_address.clone(), 64),
+            (by_address.clone(), PAGE_SIZE),
+            (by_address.clone(), HUGE_PAGE_SIZE),
+            (by_mapping.clone(), 64),
+            (by_mapping.clone(), PAGE_SIZE),
         ] {
             let k = KeptElements::new(&sampler, 2, m, element_bytes);
             assert!(k.runs().len() > 5, "{} runs", k.runs().len());

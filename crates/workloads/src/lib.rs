@@ -454,7 +454,7 @@ pub(crate) mod testutil {
         assert_eq!(full.mappings, restricted.mappings, "mappings are unchanged");
         // Under strata by mapping the mapping an address is in decides (the drained
         // mappings carry no process, so only one-process workloads are checked so).
-        let mut stream_sampler = tierkit_core::StreamSampler::new(*sampler);
+        let mut stream_sampler = tierkit_core::StreamSampler::new(sampler.clone());
         if sampler.by_mapping() {
             assert_eq!(full.streams.len(), 1, "strata by mapping: one process");
             for m in &full.mappings {

@@ -394,7 +394,7 @@ impl Workload for Pmbench {
             })
             .collect();
         self.restricted = Some(Restricted {
-            sampler: *sampler,
+            sampler: sampler.clone(),
             domains,
         });
         true

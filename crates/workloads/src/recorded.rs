@@ -169,6 +169,19 @@ impl Workload for Replay {
         self.rec.sampler.as_ref() == Some(sampler)
     }
 
+    fn time_sampled_pages(
+        &mut self,
+        _sampler: &RegionSampler,
+        _min_share: f64,
+    ) -> Vec<(u32, tierkit_core::Vpn)> {
+        // The recorded stream was thinned for these pages; the machine replaying it
+        // must sample them in time too.
+        self.rec
+            .sampler
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.time_sampled().to_vec())
+    }
+
     fn expected_accesses(&self) -> Option<u64> {
         Some(self.rec.accesses)
     }

@@ -897,7 +897,9 @@ mod tests {
             }
         };
         let sampler = RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 3);
-        let by_mapping = sampler.with_strata(tierkit_core::SampleStrata::Mapping);
+        let by_mapping = sampler
+            .clone()
+            .with_strata(tierkit_core::SampleStrata::Mapping);
         for s in [&sampler, &by_mapping] {
             check_restricted(&make(1, 0), s, 1e-12);
             check_restricted(&make(2, 1), s, 1e-12);

@@ -323,7 +323,7 @@ impl Workload for ZipfKv {
         }
         let table = AliasTable::new(&weights);
         self.restricted = Some(Restriction {
-            sampler: *sampler,
+            sampler: sampler.clone(),
             ranks,
             q: table.as_ref().map_or(0.0, AliasTable::total),
             table,

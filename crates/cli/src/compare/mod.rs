@@ -669,9 +669,15 @@ fn stream_key(cfg: &RunConfig) -> String {
     let strata = match cfg.sim.sample_strata {
         tierkit_core::SampleStrata::Address => "",
         tierkit_core::SampleStrata::Mapping => "\nsample_strata=mapping",
+        tierkit_core::SampleStrata::Page => "\nsample_strata=page",
+    };
+    // So do the pages sampled in time.
+    let in_time = match cfg.sim.time_sampled_weight {
+        x if x > 0.0 => format!("\ntime_sampled_weight={x}"),
+        _ => String::new(),
     };
     format!(
-        "{}\nseed={}\nsample_rate={}{strata}",
+        "{}\nseed={}\nsample_rate={}{strata}{in_time}",
         toml::to_string(&cfg.workload).unwrap_or_default(),
         cfg.seed,
         cfg.sim.sample_rate

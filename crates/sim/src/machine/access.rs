@@ -8,13 +8,16 @@ impl Machine {
     fn allocate(&mut self, pid: u32, vi: usize, vpn: Vpn) -> Result<(u8, bool), SimError> {
         let v = &self.spaces[pid as usize].vmas[vi];
         // A 2 MiB range gets a huge page only if none of it is resident yet (after a
-        // split, the remaining base pages keep the range on PTEs, as in Linux).
-        let huge = self.thp && v.huge_eligible(vpn) && {
-            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
-            v.pages[head..head + SUBPAGES_PER_HUGE as usize]
-                .iter()
-                .all(|p| !p.present())
-        };
+        // split, the remaining base pages keep the range on PTEs, as in Linux). A
+        // range holding a page sampled in time stays on base pages: the rest of it may
+        // not be simulated.
+        let huge =
+            self.thp && v.huge_eligible(vpn) && !self.sampler.region_holds_time_sampled(vpn) && {
+                let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+                v.pages[head..head + SUBPAGES_PER_HUGE as usize]
+                    .iter()
+                    .all(|p| !p.present())
+            };
         let room = |m: &Self, n: u64| (0..m.tiers.len()).find(|&t| m.has_room(t, n));
         // A huge page that fits in no tier falls back to a base page, as Linux's THP
         // fault does when the huge allocation fails.

@@ -16,7 +16,7 @@ impl Machine {
         let end = start_vpn.saturating_add(nr_pages);
         let first = space.vmas.partition_point(|v| v.vma.end_vpn() <= start_vpn);
         let mut walked = 0;
-        let sampler = self.sampler;
+        let sampler = &self.sampler;
         let pid32 = pid.0;
         for v in &mut space.vmas[first..] {
             if v.vma.start_vpn >= end {
@@ -103,6 +103,7 @@ impl Mechanisms for Machine {
         self.thp && {
             let strata = self.sampler.strata_of(start_vpn, nr_pages);
             crate::space::huge_eligible(kind, start_vpn, start_vpn + nr_pages, &strata, vpn)
+                && !self.sampler.region_holds_time_sampled(vpn)
         }
     }
 
@@ -330,7 +331,7 @@ impl Mechanisms for Machine {
             .ok_or(MigrateError::NotPresent)?;
         let vi = space.find_const(head).ok_or(MigrateError::NotPresent)?;
         let v = &space.vmas[vi];
-        if !v.huge_eligible(head) {
+        if !v.huge_eligible(head) || self.sampler.region_holds_time_sampled(head) {
             return Err(MigrateError::NotPresent);
         }
         if tier.index() >= self.tiers.len() {

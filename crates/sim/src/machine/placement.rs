@@ -22,7 +22,7 @@ impl Machine {
     /// Close a placement epoch: measure, then reset the per-page epoch counters.
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
         let budget = self.hot_set_pages;
-        let sampler = self.sampler;
+        let sampler = &self.sampler;
         let total_pages: u64 = self
             .spaces
             .iter()

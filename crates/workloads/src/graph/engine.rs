@@ -54,7 +54,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
-use tierkit_core::{Op, StreamSampler, PAGE_SIZE};
+use tierkit_core::{Op, StreamSampler, TimeThinning, PAGE_SIZE};
 
 use crate::common;
 use crate::BATCH_OPS;
@@ -101,6 +101,65 @@ impl Sink for Counter {
 
 /// The mark a program sends at the start of each trial (see "Replayed trials").
 pub(crate) const TRIAL_MARK: &str = "trial";
+
+/// A sink that counts the accesses to each page of a span during a program's first
+/// trial (from the first `"trial"` mark to the second, or to the end).
+#[derive(Debug)]
+struct PageProfile {
+    first_vpn: u64,
+    /// Accesses to page `first_vpn + i`.
+    counts: Vec<u64>,
+    /// Accesses counted, inside the span or not.
+    total: u64,
+    trials_seen: u32,
+}
+
+impl Sink for PageProfile {
+    #[inline]
+    fn access(&mut self, _thread: usize, addr: u64, _write: bool) {
+        let i = (addr / PAGE_SIZE).wrapping_sub(self.first_vpn);
+        if let Some(c) = self.counts.get_mut(i as usize) {
+            *c += 1;
+        }
+        self.total += 1;
+    }
+
+    fn mark(&mut self, what: &'static str) {
+        if what == TRIAL_MARK {
+            self.trials_seen += 1;
+            if self.trials_seen == 1 {
+                // What came before (building the graph) is not replayed.
+                self.counts.iter_mut().for_each(|c| *c = 0);
+                self.total = 0;
+            }
+        }
+    }
+}
+
+/// The pages of `vpns` that take at least `min_share` of the accesses of a copy of
+/// `program`'s first trial (all of it, when it marks no trial), hottest first: the
+/// pages a sampled run must sample in time ([`tierkit_core::Workload::time_sampled_pages`]).
+/// One trial is the profile because replayed trials repeat the computed ones.
+pub(crate) fn hot_pages<P: Program>(program: &P, vpns: Range<u64>, min_share: f64) -> Vec<u64> {
+    let mut p = program.clone();
+    let mut profile = PageProfile {
+        first_vpn: vpns.start,
+        counts: vec![0; vpns.end.saturating_sub(vpns.start) as usize],
+        total: 0,
+        trials_seen: 0,
+    };
+    while profile.trials_seen < 2 && p.step(&mut profile) {}
+    let floor = (min_share * profile.total as f64).ceil().max(1.0) as u64;
+    let mut hot: Vec<(u64, u64)> = profile
+        .counts
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| c >= floor)
+        .map(|(i, &c)| (c, vpns.start + i as u64))
+        .collect();
+    hot.sort_unstable_by(|a, b| b.cmp(a));
+    hot.into_iter().map(|(_, vpn)| vpn).collect()
+}
 
 /// Each thread's recorded operations of the computed trials, and where each trial
 /// starts in them. Encoded as `recorded.rs` encodes a recording (2–5 bytes an access
@@ -184,6 +243,11 @@ struct KeptPages {
     nr_pages: u64,
     /// Bit `i` is set when page `first_vpn + i` is kept.
     bits: Vec<u64>,
+    /// Per thread, when the sampler samples pages in time: which of its accesses to
+    /// them are kept. Empty otherwise.
+    thinning: Vec<TimeThinning>,
+    /// True when the sampler samples some page in time.
+    in_time: bool,
 }
 
 impl KeptPages {
@@ -192,6 +256,7 @@ impl KeptPages {
     const MAX_SPAN_PAGES: u64 = 1 << 30;
 
     fn new(sampler: StreamSampler, vpns: Range<u64>) -> Self {
+        let in_time = !sampler.sampler().time_sampled().is_empty();
         let mut span = vpns.end.saturating_sub(vpns.start);
         let mut bits = Vec::new();
         if span > Self::MAX_SPAN_PAGES {
@@ -209,9 +274,12 @@ impl KeptPages {
             first_vpn: vpns.start,
             nr_pages: span,
             bits,
+            thinning: Vec::new(),
+            in_time,
         }
     }
 
+    /// True if the page of `addr` is simulated (sampled in space or in time).
     #[inline]
     fn keeps(&self, addr: u64) -> bool {
         let i = (addr >> tierkit_core::PAGE_SHIFT).wrapping_sub(self.first_vpn);
@@ -220,6 +288,20 @@ impl KeptPages {
         } else {
             self.sampler.keeps(0, addr)
         }
+    }
+
+    /// True if `thread`'s access to the kept page of `addr` is kept: always, unless
+    /// the page is sampled in time ([`TimeThinning`]).
+    #[inline]
+    fn keeps_in_time(&mut self, thread: usize, addr: u64) -> bool {
+        let sampler = self.sampler.sampler();
+        let Some(index) = sampler.time_sampled_index(0, addr >> tierkit_core::PAGE_SHIFT) else {
+            return true;
+        };
+        if self.thinning.len() <= thread {
+            self.thinning.resize_with(thread + 1, TimeThinning::default);
+        }
+        self.thinning[thread].keeps(sampler, 0, thread as u32, index)
     }
 
     fn observe(&mut self, op: &Op) {
@@ -263,8 +345,8 @@ impl Queues {
 impl Sink for Queues {
     #[inline]
     fn access(&mut self, thread: usize, addr: u64, write: bool) {
-        if let Some(kept) = &self.keep {
-            if !kept.keeps(addr) {
+        if let Some(kept) = &mut self.keep {
+            if !kept.keeps(addr) || (kept.in_time && !kept.keeps_in_time(thread, addr)) {
                 return;
             }
         }
@@ -377,7 +459,7 @@ impl<P: Program> Runner<P> {
         sampler: &tierkit_core::RegionSampler,
         mappings: &[crate::layout::Mapping],
     ) {
-        let mut kept = StreamSampler::new(*sampler);
+        let mut kept = StreamSampler::new(sampler.clone());
         for m in mappings {
             kept.observe(0, &m.mmap_op());
         }

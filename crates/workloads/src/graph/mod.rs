@@ -682,6 +682,20 @@ impl<K: Kernel + std::fmt::Debug> GraphWorkload<K> {
         self.runner.keep_only_sampled(sampler, &self.mappings);
         true
     }
+
+    /// The pages that take at least `min_share` of the first trial's accesses (a copy
+    /// of the program run on the host), as `(0, page)`: the kernel's replayed trials
+    /// repeat its computed ones, and a GAP kernel's hottest pages (CC's root
+    /// component's label) are its data's, not its trial's.
+    pub(crate) fn time_sampled_pages(&self, min_share: f64) -> Vec<(u32, tierkit_core::Vpn)> {
+        let first = self.mappings.iter().map(|m| m.addr).min().unwrap_or(0);
+        let end = self.mappings.iter().map(|m| m.end()).max().unwrap_or(0);
+        let span = first / tierkit_core::PAGE_SIZE..end.div_ceil(tierkit_core::PAGE_SIZE);
+        engine::hot_pages(&self.program_start, span, min_share)
+            .into_iter()
+            .map(|vpn| (0, vpn))
+            .collect()
+    }
 }
 
 /// Define a public graph workload type wrapping `GraphWorkload<$kernel>`.
@@ -721,6 +735,13 @@ macro_rules! graph_workload {
             }
             fn restrict_to(&mut self, sampler: &tierkit_core::RegionSampler) -> bool {
                 self.inner.restrict_to(sampler)
+            }
+            fn time_sampled_pages(
+                &mut self,
+                _sampler: &tierkit_core::RegionSampler,
+                min_share: f64,
+            ) -> Vec<(u32, tierkit_core::Vpn)> {
+                self.inner.time_sampled_pages(min_share)
             }
         }
     };
@@ -818,7 +839,10 @@ mod tests {
     use super::engine::testing::{accesses_by_trial, record};
     use super::*;
     use crate::testutil::{accesses, check_restricted, check_structure, drain};
-    use crate::{GraphBc, GraphBcConfig, GraphBfs, GraphBfsConfig, GraphPr, GraphPrConfig};
+    use crate::{
+        GraphBc, GraphBcConfig, GraphBfs, GraphBfsConfig, GraphCc, GraphCcConfig, GraphPr,
+        GraphPrConfig,
+    };
     use tierkit_core::Workload;
 
     #[test]
@@ -1002,7 +1026,9 @@ mod tests {
         let sampler = tierkit_core::RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 3);
         check_restricted(&|| pr(4, 1, 2), &sampler, 1e-12);
         check_restricted(&|| bfs(3, 2, 2), &sampler, 1e-12);
-        let by_mapping = sampler.with_strata(tierkit_core::SampleStrata::Mapping);
+        let by_mapping = sampler
+            .clone()
+            .with_strata(tierkit_core::SampleStrata::Mapping);
         check_restricted(&|| pr(4, 1, 2), &by_mapping, 1e-12);
         check_restricted(&|| bfs(3, 2, 2), &by_mapping, 1e-12);
         check_restricted(&|| bc(3, 2, 2), &by_mapping, 1e-12);
@@ -1013,6 +1039,71 @@ mod tests {
             None,
             "a sample's count is not announced"
         );
+    }
+
+    #[test]
+    fn cc_pages_sampled_in_time_are_thinned_as_a_filter_thins_them() {
+        use tierkit_core::{RegionSampler, SampleStrata, SpaceScale, StreamSampler, TimeThinning};
+        let cc = || -> Box<dyn Workload> {
+            Box::new(GraphCc::new(
+                &GraphCcConfig {
+                    graph_scale: 12,
+                    nr_trials: 2,
+                    nr_threads: 2,
+                    ..GraphCcConfig::default()
+                },
+                5,
+            ))
+        };
+        let sampler =
+            RegionSampler::new(SpaceScale::new(0.25), 3).with_strata(SampleStrata::Mapping);
+        let hot = cc().time_sampled_pages(&sampler, 0.01);
+        // The giant component's root is vertex 0: the first page of `comp` (the
+        // kernel's array, mapped after the CSR's two) is the hottest.
+        let full = drain(cc().as_mut());
+        let comp = full.mappings[2].addr >> tierkit_core::PAGE_SHIFT;
+        assert_eq!(hot.first(), Some(&(0, comp)), "{hot:?}");
+        let in_time = sampler.clone().with_time_sampled(hot.clone());
+        let mut w = cc();
+        assert!(w.restrict_to(&in_time));
+        let restricted = drain(w.as_mut());
+        // The filter a sampled run applies to a workload that does not restrict
+        // itself: by mapping, and one access in N of each thread to each hot page.
+        let mut stream = StreamSampler::new(in_time.clone());
+        for m in &full.mappings {
+            stream.observe(0, &m.mmap_op());
+        }
+        for (t, ops) in full.streams[0].iter().enumerate() {
+            let mut thinning = TimeThinning::default();
+            let (mut to_hot, mut kept_hot) = (0u64, 0u64);
+            let filtered: Vec<(u64, bool)> = accesses(ops)
+                .filter(|&(addr, _, _)| {
+                    match in_time.time_sampled_index(0, addr >> tierkit_core::PAGE_SHIFT) {
+                        Some(i) => {
+                            to_hot += 1;
+                            let keep = thinning.keeps(&in_time, 0, t as u32, i);
+                            kept_hot += keep as u64;
+                            keep
+                        }
+                        None => stream.keeps(0, addr),
+                    }
+                })
+                .map(|(a, w, _)| (a, w))
+                .collect();
+            let got: Vec<(u64, bool)> = accesses(&restricted.streams[0][t])
+                .map(|(a, w, _)| (a, w))
+                .collect();
+            assert_eq!(got, filtered, "thread {t}");
+            // One in four of each hot page's accesses, give or take one per page.
+            let n = hot.len() as u64;
+            assert!(to_hot > 1000, "{to_hot}");
+            assert!(
+                kept_hot + n >= to_hot / 4 && kept_hot <= to_hot / 4 + n,
+                "{kept_hot} of {to_hot}"
+            );
+        }
+        // The hot pages are sampled in time only when asked.
+        assert!(cc().time_sampled_pages(&sampler, 0.99).is_empty());
     }
 
     #[test]
