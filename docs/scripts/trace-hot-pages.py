@@ -4,14 +4,19 @@
 Usage: trace-hot-pages.py TRACE [TOP]
 
 Prints the trace's access count and mappings, the TOP (default 20) most accessed
-pages with the mapping each lies in and its share of all accesses, and the share of
-the hottest 1, 4, 16, 64 and 256 pages. Pure Python: a few million accesses a
+pages with the mapping each lies in and its share of all accesses, the share of
+the hottest 1, 4, 16, 64 and 256 pages, and each mapping's first 2 MiB regions'
+shares of the accesses to its other pages. Pure Python: a few million accesses a
 minute, so record a small instance (`tierkit trace record --workload W --set ...`).
 """
 import collections
 import struct
 import sys
 import zlib
+
+# Pages with at least this share of all accesses are left out of the per-region
+# shares (the pages `sim.time_sampled_weight = 0.032` samples in time at 1/16).
+HOT_SHARE = 0.002
 
 
 def varint(b, i):
@@ -86,6 +91,19 @@ def main():
     counts = sorted(pages.values(), reverse=True)
     print("hottest pages' share: " + ", ".join(
         f"{k}: {100 * sum(counts[:k]) / total:.1f}%" for k in (1, 4, 16, 64, 256)))
+    # How evenly each mapping's 2 MiB regions share the rest: what a sample by region
+    # keeps or drops whole (the pages a sampled run would sample in time left out).
+    hot = {p for p, c in pages.items() if c >= HOT_SHARE * total}
+    print(f"2 MiB regions of each mapping, pages of {100 * HOT_SHARE:g}% or more "
+          f"({len(hot)}, {100 * sum(pages[p] for p in hot) / total:.1f}%) left out:")
+    for k, (a, n) in enumerate(maps):
+        regions = collections.Counter()
+        for p, c in pages.items():
+            if a <= p << 12 < a + n and p not in hot:
+                regions[((p << 12) - a) >> 21] += c
+        shares = [100 * regions[r] / total for r in range(-(-n >> 21))]
+        print(f"  {k}: {len(shares)} regions, {sum(shares):.2f}% of all accesses; "
+              f"first six: " + ", ".join(f"{x:.2f}%" for x in shares[:6]))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ impl Machine {
         let mut counts: Vec<u16> = Vec::new();
         for (pid, s) in self.spaces.iter().enumerate() {
             for v in &s.vmas {
-                for_sampled_chunks(&sampler, pid as u32, v, |range| {
+                for_sampled_chunks(sampler, pid as u32, v, |range| {
                     counts.extend(
                         v.pages[range]
                             .iter()
@@ -67,7 +67,7 @@ impl Machine {
                 let base = vma_base;
                 vma_base += v.vma.nr_pages;
                 chunks.clear();
-                for_sampled_chunks(&sampler, pid as u32, v, |range| chunks.push(range));
+                for_sampled_chunks(sampler, pid as u32, v, |range| chunks.push(range));
                 for range in chunks.drain(..) {
                     let first = base + range.start as u64;
                     for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
