@@ -604,6 +604,8 @@ pub struct Kswapd {
     idle_scanned: Vec<u64>,
     /// Per tier: the order it was woken for and what it reclaimed since.
     order: Vec<ReclaimOrder>,
+    /// Per tier: when the thread is done with its last batch ([`KswapdConfig::busy_ns`]).
+    busy_until: Vec<Nanos>,
     stats: KswapdStats,
 }
 
@@ -615,6 +617,7 @@ impl Kswapd {
             awake: vec![false; nr_tiers],
             idle_scanned: vec![0; nr_tiers],
             order: vec![ReclaimOrder::default(); nr_tiers],
+            busy_until: vec![0; nr_tiers],
             stats: KswapdStats::default(),
         }
     }
@@ -656,8 +659,10 @@ impl Kswapd {
         self.awake[t] = true;
         self.idle_scanned[t] = 0;
         self.stats.nr_wakeups += 1;
+        // One thread: a wakeup while it is still busy with its last batch runs when
+        // that batch is done.
         mech.schedule(
-            mech.now(),
+            mech.now().max(self.busy_until[t]),
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );
@@ -733,6 +738,9 @@ impl Kswapd {
         }
         self.stats.nr_scanned += scanned;
         mech.charge_cpu((scanned + isolated) * LIST_OP_NS);
+        // The batch occupies the thread whether or not it sleeps after it.
+        let busy_ns = self.cfg.busy_ns(nr_demoted, scanned, mech);
+        self.busy_until[t] = mech.now() + busy_ns;
         if mech.free_pages(tier) >= self.order[t].balanced_free(mark) {
             return self.order[t].sleep();
         }
@@ -747,10 +755,9 @@ impl Kswapd {
         } else {
             self.idle_scanned[t] = 0;
         }
-        let busy_ns = self.cfg.busy_ns(nr_demoted, scanned, mech);
         self.awake[t] = true;
         mech.schedule(
-            mech.now() + busy_ns,
+            self.busy_until[t],
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );

@@ -276,6 +276,8 @@ pub struct MglruPd {
     promotion: TieringPromotion,
     gens: Generations,
     kswapd_awake: bool,
+    /// When kswapd is done with its last batch.
+    kswapd_busy_until: Nanos,
     /// The order kswapd was woken for and what it reclaimed since.
     kswapd_order: ReclaimOrder,
     stats: Stats,
@@ -294,6 +296,7 @@ impl MglruPd {
             ),
             gens: Generations::default(),
             kswapd_awake: false,
+            kswapd_busy_until: 0,
             kswapd_order: ReclaimOrder::default(),
             stats: Stats::default(),
             cfg,
@@ -327,7 +330,13 @@ impl MglruPd {
         if !self.kswapd_awake {
             self.kswapd_awake = true;
             self.stats.kswapd_wakeups += 1;
-            mech.schedule(mech.now(), KSWAPD_TIMER, Runner::Kthread);
+            // One thread: a wakeup while it is still busy with its last batch runs
+            // when that batch is done.
+            mech.schedule(
+                mech.now().max(self.kswapd_busy_until),
+                KSWAPD_TIMER,
+                Runner::Kthread,
+            );
         }
     }
 
@@ -459,10 +468,11 @@ impl MglruPd {
         self.stats.kswapd_demoted_pages += demoted;
         self.kswapd_order.reclaimed_pages += demoted;
         mech.charge_cpu(looked * LIST_OP_NS);
+        // The batch occupies the thread whether or not it sleeps after it.
+        self.kswapd_busy_until = mech.now() + self.cfg.kswapd.busy_ns(demoted, looked, mech);
         if demoted > 0 && mech.free_pages(TierId::FAST) < self.kswapd_target(mech) {
-            let busy = self.cfg.kswapd.busy_ns(demoted, looked, mech);
             self.kswapd_awake = true;
-            mech.schedule(mech.now() + busy, KSWAPD_TIMER, Runner::Kthread);
+            mech.schedule(self.kswapd_busy_until, KSWAPD_TIMER, Runner::Kthread);
         } else {
             self.kswapd_order.sleep();
         }

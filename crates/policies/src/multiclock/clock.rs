@@ -177,6 +177,8 @@ pub struct ClockCore {
     pub meter: ReaccessMeter,
     nr_tiers: usize,
     kswapd_awake: Vec<bool>,
+    /// Per tier: when its kswapd is done with its last batch.
+    kswapd_busy_until: Vec<Nanos>,
     kswapd_idle_scanned: Vec<u64>,
     /// VMA kinds by `(pid, start_vpn)` → `(end_vpn, kind)`: a page's LRU type, which
     /// the kernel reads from the page itself (`PageAnon`).
@@ -194,6 +196,7 @@ impl ClockCore {
             stats: CoreStats::default(),
             nr_tiers,
             kswapd_awake: vec![false; nr_tiers],
+            kswapd_busy_until: vec![0; nr_tiers],
             kswapd_idle_scanned: vec![0; nr_tiers],
             vma_kinds: BTreeMap::new(),
         }
@@ -670,8 +673,10 @@ impl ClockCore {
         self.kswapd_awake[t] = true;
         self.kswapd_idle_scanned[t] = 0;
         self.stats.kswapd_wakeups += 1;
+        // One thread: a wakeup while it is still busy with its last batch runs when
+        // that batch is done.
         mech.schedule(
-            mech.now(),
+            mech.now().max(self.kswapd_busy_until[t]),
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );
@@ -700,6 +705,9 @@ impl ClockCore {
                 break;
             }
         }
+        // The batch occupies the thread whether or not it sleeps after it.
+        let busy_ns = self.params.kswapd.busy_ns(demoted, scanned, mech);
+        self.kswapd_busy_until[t] = mech.now() + busy_ns;
         if mech.free_pages(tier) >= high {
             return;
         }
@@ -718,10 +726,9 @@ impl ClockCore {
         } else {
             self.kswapd_idle_scanned[t] = 0;
         }
-        let busy_ns = self.params.kswapd.busy_ns(demoted, scanned, mech);
         self.kswapd_awake[t] = true;
         mech.schedule(
-            mech.now() + busy_ns,
+            self.kswapd_busy_until[t],
             KSWAPD_TIMER_BASE + t as TimerId,
             Runner::Kthread,
         );

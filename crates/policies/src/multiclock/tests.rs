@@ -1260,3 +1260,48 @@ mod sim {
         }
     }
 }
+
+/// kswapd is one thread: a batch occupies it for its demotions and looks even when
+/// the batch balances the tier and it goes to sleep, so a wakeup during that time runs
+/// once the batch is done. With a low-to-high gap under one batch (a sampled
+/// machine's), every wakeup is one batch, and without this it demoted unpaced: a CC
+/// run sampled at 1/16 demoted 9 times the pages of the exact run (docs/sampling.md).
+#[test]
+fn a_kswapd_woken_during_its_last_batch_waits_for_it() {
+    let (min, low, high) = (100, 110, 115);
+    let mut m = FakeMech::with_fast(4096, (min, low, high));
+    let mut p = policy(MultiClockConfig::default(), &mut m);
+    let kswapd_timer = |m: &FakeMech| {
+        m.timers
+            .iter()
+            .copied()
+            .filter(|&(_, id)| id != KPROMOTED_TIMER)
+            .min()
+    };
+    // Unreferenced pages down to the low watermark: kswapd wakes.
+    let mut v = 0;
+    while m.free(FAST) >= low {
+        m.alloc(&mut p, v, FAST);
+        v += 1;
+    }
+    let (at, id) = kswapd_timer(&m).expect("kswapd woken");
+    m.timers.retain(|&t| t != (at, id));
+    m.now = at;
+    p.on_event(&Event::Timer { id }, &mut m);
+    // One batch balanced the tier (the gap is under one batch): kswapd sleeps.
+    assert!(m.free(FAST) >= high, "balanced by one batch");
+    assert_eq!(kswapd_timer(&m), None, "asleep");
+    let demoted = p.core().stats.demoted_pages;
+    assert!(demoted >= high - low, "{demoted}");
+    // Woken again at once, it runs when the batch's demotions are done.
+    while m.free(FAST) >= low {
+        m.alloc(&mut p, v, FAST);
+        v += 1;
+    }
+    let (again, _) = kswapd_timer(&m).expect("woken again");
+    let busy = demoted * MultiClockConfig::default().kswapd.demote_ns_per_page;
+    assert!(
+        again >= at + busy,
+        "the second batch runs at {again} ns, inside the first's {busy} ns from {at} ns"
+    );
+}
