@@ -627,7 +627,11 @@ mod tests {
 
     #[test]
     fn pages_sampled_in_time_are_kept_whatever_their_unit_and_thinned_one_in_n() {
-        for strata in [SampleStrata::Address, SampleStrata::Mapping] {
+        for strata in [
+            SampleStrata::Address,
+            SampleStrata::Mapping,
+            SampleStrata::Page,
+        ] {
             let r = RegionSampler::new(SpaceScale::new(1.0 / 8.0), 7).with_strata(strata);
             let (start, nr) = (512 * 64, 512 * 16 + 40);
             let m = r.strata_of(start, nr);
@@ -672,6 +676,22 @@ mod tests {
         // An exact run samples nothing in time.
         let exact = RegionSampler::new(SpaceScale::EXACT, 7).with_time_sampled(vec![(0, 5)]);
         assert!(exact.time_sampled().is_empty());
+    }
+
+    #[test]
+    fn page_strata_keep_one_page_in_n_of_every_mapping_and_no_huge_page() {
+        let r = RegionSampler::new(SpaceScale::new(1.0 / 16.0), 9).with_strata(SampleStrata::Page);
+        assert!(r.by_mapping());
+        for (start, nr) in [(512 * 32, 512 * 64), (512 * 32 + 7, 1000), (3, 15)] {
+            let m = r.strata_of(start, nr);
+            let kept = (start..start + nr)
+                .filter(|&v| r.keeps_page(0, &m, v))
+                .count() as i64;
+            assert!((kept - (nr / 16) as i64).abs() <= 1, "{kept} of {nr}");
+            // Every page is its own unit, so no 2 MiB range may hold a huge page.
+            assert!((start..start + nr).all(|v| r.unit_at(0, &m, v).1 == v + 1));
+            assert!(!m.huge_allowed(start & !511) && !m.huge_allowed((start & !511) + 512));
+        }
     }
 
     /// Pages of `[start, start + nr)` a sampler by mapping keeps in process `pid`.
