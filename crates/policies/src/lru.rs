@@ -76,9 +76,13 @@ pub fn inactive_ratio(total_pages: u64) -> u64 {
 }
 
 /// True if the inactive list is too small next to the active one, so reclaim must
-/// deactivate pages first (`inactive_is_low`).
-pub fn inactive_is_low(inactive_pages: u64, active_pages: u64) -> bool {
-    inactive_pages * inactive_ratio(inactive_pages + active_pages) < active_pages
+/// deactivate pages first (`inactive_is_low`). `pages_per_page` is what each counted
+/// page stands for (`Mechanisms::pages_per_simulated_page`: N in a run sampled at 1/N,
+/// else 1): the ratio depends on the size of the lists on the full machine, not on
+/// how many of their pages a sample keeps.
+pub fn inactive_is_low(inactive_pages: u64, active_pages: u64, pages_per_page: u64) -> bool {
+    let full_size = (inactive_pages + active_pages) * pages_per_page.max(1);
+    inactive_pages * inactive_ratio(full_size) < active_pages
 }
 
 /// Integer square root, rounded down (`int_sqrt`).
@@ -701,6 +705,7 @@ impl Kswapd {
             if inactive_is_low(
                 lru.nr_pages(tier, LruList::Inactive),
                 lru.nr_pages(tier, LruList::Active),
+                mech.pages_per_simulated_page(),
             ) {
                 scanned += lru.shrink_active_list(tier, SWAP_CLUSTER_MAX, &mut |p, v| {
                     mech.test_and_clear_young(p, v)
@@ -850,11 +855,28 @@ mod tests {
         assert_eq!(inactive_ratio(10 * gib), 10); // int_sqrt(100)
         assert_eq!(inactive_ratio(100 * gib), 31); // int_sqrt(1000)
                                                    // 10 GB: inactive is low below a tenth of active.
-        assert!(inactive_is_low(gib / 2, 10 * gib - gib / 2));
-        assert!(!inactive_is_low(2 * gib, 8 * gib));
+        assert!(inactive_is_low(gib / 2, 10 * gib - gib / 2, 1));
+        assert!(!inactive_is_low(2 * gib, 8 * gib, 1));
         // Below 1 GB the lists are kept at 1:1.
-        assert!(inactive_is_low(99, 100));
-        assert!(!inactive_is_low(100, 100));
+        assert!(inactive_is_low(99, 100, 1));
+        assert!(!inactive_is_low(100, 100, 1));
+    }
+
+    #[test]
+    fn a_sampled_list_pair_is_balanced_for_the_size_it_stands_for() {
+        // 40 960 counted pages (160 MiB) standing for 10 GiB at 1/64: the kernel's ratio
+        // for 10 GB (10) applies, not the 1:1 of a list pair under 1 GB.
+        let total = 10 * (GIB / PAGE_SIZE) / 64;
+        let (inactive, active) = (5_000, total - 5_000);
+        assert!(inactive_is_low(inactive, active, 1), "160 MiB: kept 1:1");
+        assert!(
+            !inactive_is_low(inactive, active, 64),
+            "10 GiB: 1:10 is enough"
+        );
+        assert!(
+            inactive_is_low(3_000, total - 3_000, 64),
+            "below 1:10 it is low"
+        );
     }
 
     #[test]

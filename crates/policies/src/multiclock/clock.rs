@@ -398,6 +398,7 @@ impl ClockCore {
             let low = inactive_is_low(
                 self.lists.nr_pages(p.tier, p.ty, ClockList::Inactive),
                 self.lists.nr_pages(p.tier, p.ty, ClockList::Active),
+                mech.pages_per_simulated_page(),
             );
             let v = verdict(
                 p.flags.list,
@@ -573,6 +574,7 @@ impl ClockCore {
             if inactive_is_low(
                 self.lists.nr_pages(tier, ty, ClockList::Inactive),
                 self.lists.nr_pages(tier, ty, ClockList::Active),
+                mech.pages_per_simulated_page(),
             ) {
                 scanned += self.scan_list(
                     tier,
