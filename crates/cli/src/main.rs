@@ -53,7 +53,7 @@ enum Command {
         /// A built-in suite: quick (default), default, chrono, memtis, freqtier, multiclock, pet.
         #[arg(long)]
         suite: Option<String>,
-        /// A TOML matrix (policies, workloads, ratios, machines, seed, set).
+        /// A TOML matrix (policies, workloads, ratios, machines, machine_ratios, seed, set, policy_set; docs/compare.md).
         #[arg(long)]
         config: Option<PathBuf>,
         /// Policies, comma separated (`*` for every registered one).

@@ -54,6 +54,12 @@ pub struct MatrixSpec {
     /// Machine presets.
     #[serde(default)]
     pub machines: Vec<String>,
+    /// The ratios a machine runs, by machine: a subset of `ratios` (all of them for a
+    /// machine not named). A paper may evaluate a device at one fast-tier size only
+    /// (FreqTier's low-bandwidth CXL-2 had 8 GB of DRAM to 64 GB of CXL memory), and a
+    /// long cell costs too much to repeat where no claim reads it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub machine_ratios: BTreeMap<String, Vec<String>>,
     /// Seed of every run.
     #[serde(default)]
     pub seed: Option<u64>,
@@ -322,25 +328,32 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
     }
     if let Some(r) = &args.ratios {
         spec.ratios = r.clone();
-    }
-    if let Some(m) = &args.machines {
-        spec.machines = m.clone();
-        // A workload the matrix runs on some machines only keeps those of them the
-        // flag names; one left with none is dropped, and said so.
-        spec.workloads.retain_mut(|w| {
-            let Some(own) = &mut w.machines else {
-                return true;
-            };
+        // A machine the matrix runs at some ratios only keeps those of them the flag
+        // names; one left with none is left out, and said so.
+        let mut left_out = Vec::new();
+        spec.machine_ratios.retain(|m, own| {
             let all = own.join(", ");
-            own.retain(|x| m.contains(x));
+            own.retain(|x| r.contains(x));
             if own.is_empty() {
                 eprintln!(
-                    "note: workload {} runs only on {all} in the {title}, none of --machines; it is left out",
-                    w.name
+                    "note: machine {m} runs only at {all} in the {title}, none of --ratios; it is left out"
                 );
+                left_out.push(m.clone());
             }
             !own.is_empty()
         });
+        if !left_out.is_empty() {
+            let kept: Vec<String> = spec
+                .machines
+                .iter()
+                .filter(|m| !left_out.contains(m))
+                .cloned()
+                .collect();
+            keep_machines(&mut spec, &kept, &title, "--ratios");
+        }
+    }
+    if let Some(m) = &args.machines {
+        keep_machines(&mut spec, m, &title, "--machines");
     }
     if args.seed.is_some() {
         spec.seed = args.seed;
@@ -364,6 +377,28 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
         format!("{title} changed by {}", changed.join(", "))
     };
     Ok((spec, title))
+}
+
+/// Run the matrix on `machines` only: a workload the matrix runs on some machines only
+/// keeps those of them among `machines`, and one left with none is dropped, said so
+/// with the `flag` that narrowed it; per-machine ratios of machines left out go too.
+fn keep_machines(spec: &mut MatrixSpec, machines: &[String], title: &str, flag: &str) {
+    spec.machines = machines.to_vec();
+    spec.machine_ratios.retain(|m, _| machines.contains(m));
+    spec.workloads.retain_mut(|w| {
+        let Some(own) = &mut w.machines else {
+            return true;
+        };
+        let all = own.join(", ");
+        own.retain(|x| machines.contains(x));
+        if own.is_empty() {
+            eprintln!(
+                "note: workload {} runs only on {all} in the {title}, none of {flag}; it is left out",
+                w.name
+            );
+        }
+        !own.is_empty()
+    });
 }
 
 /// The names in `given`, each once, in order; an unregistered one is an error (a
@@ -449,6 +484,7 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
         }
     }
     check_policy_names("policy_set", spec.policy_set.keys(), &registered_policies)?;
+    check_machine_ratios(spec, &machines, &ratios)?;
     for w in &workloads {
         check_policy_names(
             &format!("workload `{}`'s policy_set", w.name),
@@ -479,7 +515,8 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
             .footprint_bytes;
         let own_machines = workload_machines(w, &machines, &label)?;
         for m in &own_machines {
-            for r in &ratios {
+            let ratios = spec.machine_ratios.get(*m).unwrap_or(&ratios);
+            for r in ratios {
                 let cfg = build_config(spec, w, "first-touch", m, r)?;
                 cfg.machine
                     .resolve(footprint, false)
@@ -518,7 +555,7 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
                 !policies.iter().any(|p| p == "all-fast"),
                 &mut runs,
             )?;
-            for r in &ratios {
+            for r in ratios {
                 for reference in &REFERENCES[1..] {
                     let skipped = CLAIRVOYANT.contains(reference)
                         && w.skip_policies.iter().any(|p| p == reference);
@@ -535,6 +572,29 @@ pub fn plan(spec: &MatrixSpec) -> Result<Vec<PlannedRun>> {
         }
     }
     Ok(runs)
+}
+
+/// Check `spec.machine_ratios`: each names one of the matrix's `machines` and a
+/// non-empty subset of its `ratios`.
+fn check_machine_ratios(spec: &MatrixSpec, machines: &[String], ratios: &[String]) -> Result<()> {
+    for (m, own) in &spec.machine_ratios {
+        if !machines.contains(m) {
+            bail!(
+                "machine_ratios names machine `{m}`, which the comparison does not run; valid: {}",
+                machines.join(", ")
+            );
+        }
+        if own.is_empty() {
+            bail!("machine_ratios gives machine `{m}` no ratio; leave it out to run every ratio on it");
+        }
+        if let Some(x) = own.iter().find(|x| !ratios.contains(x)) {
+            bail!(
+                "machine_ratios gives machine `{m}` ratio `{x}`, which the comparison does not run; valid: {}",
+                ratios.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The machines of `machines` (the matrix's) that workload `w` runs on: all of them,
@@ -1259,6 +1319,7 @@ mod tests {
             policies: policies.iter().map(|s| s.to_string()).collect(),
             ratios: ratios.iter().map(|s| s.to_string()).collect(),
             machines: vec!["cxl".into()],
+            machine_ratios: BTreeMap::new(),
             seed: Some(1),
             set: vec![],
             policy_set: BTreeMap::new(),
@@ -1487,6 +1548,72 @@ mod tests {
             s.workloads[1].machines.as_deref(),
             Some(&["optane".to_string()][..])
         );
+    }
+
+    #[test]
+    fn a_machine_runs_at_its_own_ratios_only() {
+        let mut m = spec(&["autonuma"], &["gups"], &["1:32", "1:8"]);
+        m.machines = vec!["cxl".into(), "cxl-lowbw".into()];
+        m.machine_ratios
+            .insert("cxl-lowbw".into(), vec!["1:8".into()]);
+        let runs = plan(&m).unwrap();
+        let at = |machine: &str, ratio: &str, policy: &str| {
+            runs.iter()
+                .filter(|r| r.machine == machine && r.ratio == ratio && r.policy == policy)
+                .count()
+        };
+        assert_eq!(
+            (at("cxl", "1:32", "autonuma"), at("cxl", "1:8", "autonuma")),
+            (1, 1)
+        );
+        assert_eq!(
+            (
+                at("cxl-lowbw", "1:32", "autonuma"),
+                at("cxl-lowbw", "1:8", "autonuma")
+            ),
+            (0, 1)
+        );
+        // all-fast runs once per machine, at a ratio that machine runs.
+        assert_eq!(at("cxl-lowbw", "1:8", "all-fast"), 1);
+        assert_eq!(runs.iter().filter(|r| r.policy == "all-fast").count(), 2);
+        // A machine or ratio the comparison does not run is named, with the valid ones.
+        m.machine_ratios = [("optane".to_string(), vec!["1:8".to_string()])].into();
+        let e = plan(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("machine_ratios names machine `optane`") && e.contains("cxl, cxl-lowbw"),
+            "{e}"
+        );
+        m.machine_ratios = [("cxl".to_string(), vec!["1:16".to_string()])].into();
+        let e = plan(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("gives machine `cxl` ratio `1:16`") && e.contains("1:32, 1:8"),
+            "{e}"
+        );
+        m.machine_ratios = [("cxl".to_string(), vec![])].into();
+        assert!(plan(&m).unwrap_err().to_string().contains("no ratio"));
+        // `--ratios` keeps a machine's own ratios among those it names and leaves out a
+        // machine with none left, and with it a workload that ran on that machine only;
+        // `--machines` drops the ratios of machines it leaves out.
+        let config = "policies = [\"autonuma\"]\nratios = [\"1:32\", \"1:8\"]\nmachines = [\"cxl\", \"cxl-lowbw\"]\n\
+            machine_ratios = { cxl-lowbw = [\"1:8\"] }\n\
+            [[workloads]]\nname = \"gups\"\n[[workloads]]\nname = \"pmbench\"\nmachines = [\"cxl-lowbw\"]\n";
+        let args = |ratios: Option<&[&str]>, machines: Option<&[&str]>| CompareArgs {
+            config: Some(("m.toml".into(), config.into())),
+            ratios: ratios.map(|r| r.iter().map(|s| s.to_string()).collect()),
+            machines: machines.map(|m| m.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        let (s, _) = resolve_spec(&args(Some(&["1:32"]), None)).unwrap();
+        assert_eq!(s.machines, vec!["cxl".to_string()]);
+        assert!(s.machine_ratios.is_empty());
+        assert_eq!(s.workloads.len(), 1);
+        assert!(plan(&s).is_ok());
+        let (s, _) = resolve_spec(&args(Some(&["1:8", "1:16"]), None)).unwrap();
+        assert_eq!(s.machines.len(), 2);
+        assert_eq!(s.machine_ratios["cxl-lowbw"], vec!["1:8".to_string()]);
+        let (s, _) = resolve_spec(&args(None, Some(&["cxl"]))).unwrap();
+        assert!(s.machine_ratios.is_empty());
+        assert!(plan(&s).is_ok());
     }
 
     #[test]

@@ -507,6 +507,15 @@ fn claim_status(row: &[String], header: &[String]) -> &'static str {
     }
 }
 
+/// The matrix's ratios as the report states them, with the machines that run only some.
+fn ratios_text(spec: &MatrixSpec) -> String {
+    let mut text = spec.ratios.join(", ");
+    for (m, own) in &spec.machine_ratios {
+        text.push_str(&format!("; {m} at {} only", own.join(", ")));
+    }
+    text
+}
+
 /// Render the whole report.
 pub fn render(
     title: &str,
@@ -555,7 +564,7 @@ svg.chart {{ display: block; margin: 8px 0; background: #fff; }}
         r#"<p class="note">{} runs over workloads × machines ({}) × fast:slow ratios ({}); seed {}. Slowdown is simulated runtime over <code>all-fast</code> on the same workload and machine; the bound of a cell is the faster of its two clairvoyant references, <code>oracle</code> (per-epoch placement) and <code>oracle-static</code> (one placement for the run): heuristics that read the future, not proven optima. Policy time scale: {} (1 = the papers' time constants; k &gt; 1 = every policy period and threshold divided by k to fit short runs). Sample rate: {} (1 = every 2 MiB region simulated; 1/N = one region in N, on a machine shrunk N-fold in space, counts reported for the full machine; errors in docs/sampling.md).</p>"#,
         records.len(),
         esc(&spec.machines.join(", ")),
-        esc(&spec.ratios.join(", ")),
+        esc(&ratios_text(spec)),
         spec.seed.unwrap_or(crate::run_config::DEFAULT_SEED),
         esc(&scales.join(", ")),
         esc(&rates.join(", "))
