@@ -223,15 +223,17 @@ impl RegionSampler {
             .ok()
     }
 
-    /// True if the 2 MiB region holding `vpn` holds a page sampled in time of any
-    /// process: no huge page may back it, since the region's other pages may not be
-    /// simulated (`Machine`'s THP decisions).
+    /// True if the 2 MiB region holding `vpn` in process `pid` holds a page of that
+    /// process sampled in time: no huge page may back it, since the region's other
+    /// pages may not be simulated (`Machine`'s THP decisions).
     #[inline]
-    pub fn region_holds_time_sampled(&self, vpn: Vpn) -> bool {
+    pub fn region_holds_time_sampled(&self, pid: u32, vpn: Vpn) -> bool {
+        if self.time_sampled.is_empty() {
+            return false;
+        }
         let head = vpn & !(SUBPAGES_PER_HUGE - 1);
-        self.time_sampled
-            .iter()
-            .any(|&(_, v)| v >= head && v < head + SUBPAGES_PER_HUGE)
+        self.next_time_sampled(pid, head, head + SUBPAGES_PER_HUGE)
+            .is_some()
     }
 
     /// The first page sampled in time of process `pid` in `[from, to)`.
@@ -660,8 +662,12 @@ mod tests {
             let mut runs = Vec::new();
             t.for_kept_runs(1, &m, start, start + nr, |a, b| runs.push((a, b)));
             assert!(runs.contains(&(dropped, dropped + 1)), "{runs:?}");
-            assert!(t.region_holds_time_sampled(dropped & !511));
-            assert!(!t.region_holds_time_sampled((dropped & !511) + 512));
+            assert!(t.region_holds_time_sampled(1, dropped & !511));
+            assert!(t.region_holds_time_sampled(1, dropped | 511));
+            assert!(!t.region_holds_time_sampled(1, (dropped & !511) + 512));
+            // Only the process whose page it is: the same address of another is free.
+            assert!(!t.region_holds_time_sampled(0, dropped));
+            assert!(!r.region_holds_time_sampled(1, dropped));
             // Each thread keeps one access in 8 to each page, at its own phase.
             let mut phases = std::collections::BTreeSet::new();
             for thread in 0..16 {

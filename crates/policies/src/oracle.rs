@@ -210,7 +210,7 @@ fn choose_fast_set(
         let vpn = start + (id - base) as u64;
         let huge = match mech.page(pid, vpn) {
             Some(p) => p.huge,
-            None => mech.would_map_huge(kind, start, nr, vpn),
+            None => mech.would_map_huge(pid, kind, start, nr, vpn),
         };
         if huge {
             let head = huge_head(vpn);

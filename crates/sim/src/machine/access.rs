@@ -11,8 +11,10 @@ impl Machine {
         // split, the remaining base pages keep the range on PTEs, as in Linux). A
         // range holding a page sampled in time stays on base pages: the rest of it may
         // not be simulated.
-        let huge =
-            self.thp && v.huge_eligible(vpn) && !self.sampler.region_holds_time_sampled(vpn) && {
+        let huge = self.thp
+            && v.huge_eligible(vpn)
+            && !self.sampler.region_holds_time_sampled(pid, vpn)
+            && {
                 let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
                 v.pages[head..head + SUBPAGES_PER_HUGE as usize]
                     .iter()

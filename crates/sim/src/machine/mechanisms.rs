@@ -97,13 +97,20 @@ impl Mechanisms for Machine {
         Some(self.counters.mem_accesses_by_tier.iter().sum())
     }
 
-    fn would_map_huge(&self, kind: VmaKind, start_vpn: Vpn, nr_pages: u64, vpn: Vpn) -> bool {
+    fn would_map_huge(
+        &self,
+        pid: Pid,
+        kind: VmaKind,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        vpn: Vpn,
+    ) -> bool {
         // The strata a mapping gets depend only on its range (Machine::mmap); without
         // THP there is nothing to derive.
         self.thp && {
             let strata = self.sampler.strata_of(start_vpn, nr_pages);
             crate::space::huge_eligible(kind, start_vpn, start_vpn + nr_pages, &strata, vpn)
-                && !self.sampler.region_holds_time_sampled(vpn)
+                && !self.sampler.region_holds_time_sampled(pid.0, vpn)
         }
     }
 
@@ -331,7 +338,7 @@ impl Mechanisms for Machine {
             .ok_or(MigrateError::NotPresent)?;
         let vi = space.find_const(head).ok_or(MigrateError::NotPresent)?;
         let v = &space.vmas[vi];
-        if !v.huge_eligible(head) || self.sampler.region_holds_time_sampled(head) {
+        if !v.huge_eligible(head) || self.sampler.region_holds_time_sampled(pid.0, head) {
             return Err(MigrateError::NotPresent);
         }
         if tier.index() >= self.tiers.len() {
