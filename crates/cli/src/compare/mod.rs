@@ -326,6 +326,11 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
             })
             .collect();
     }
+    // Machines first: a machine a flag names keeps the matrix's ratios for it, which
+    // `--ratios` then narrows.
+    if let Some(m) = &args.machines {
+        keep_machines(&mut spec, m, &title, "--machines");
+    }
     if let Some(r) = &args.ratios {
         spec.ratios = r.clone();
         // A machine the matrix runs at some ratios only keeps those of them the flag
@@ -351,9 +356,6 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
                 .collect();
             keep_machines(&mut spec, &kept, &title, "--ratios");
         }
-    }
-    if let Some(m) = &args.machines {
-        keep_machines(&mut spec, m, &title, "--machines");
     }
     if args.seed.is_some() {
         spec.seed = args.seed;
@@ -1613,6 +1615,10 @@ mod tests {
         assert_eq!(s.machine_ratios["cxl-lowbw"], vec!["1:8".to_string()]);
         let (s, _) = resolve_spec(&args(None, Some(&["cxl"]))).unwrap();
         assert!(s.machine_ratios.is_empty());
+        assert!(plan(&s).is_ok());
+        // Naming the machine as well does not lift its own ratios.
+        let (s, _) = resolve_spec(&args(Some(&["1:32"]), Some(&["cxl", "cxl-lowbw"]))).unwrap();
+        assert_eq!(s.machines, vec!["cxl".to_string()]);
         assert!(plan(&s).is_ok());
     }
 
