@@ -163,9 +163,10 @@ pub trait Mechanisms {
     /// Whether a first touch of `vpn` by process `pid` would get a huge page, in an
     /// anonymous or file mapping of `kind` over `[start_vpn, start_vpn + nr_pages)`
     /// none of which is resident yet: THP is on, the 2 MiB range holding `vpn` lies
-    /// inside the mapping, and a sampled run keeps that range whole. Only clairvoyant reference policies
-    /// (`oracle-static`) use it, to plan in the units the machine will allocate before
-    /// any page exists. `false` where the backend cannot know (live).
+    /// inside the mapping, and a sampled run keeps that range whole. Only clairvoyant
+    /// reference policies (`oracle-static`) use it, to plan in the units the machine
+    /// will allocate before any page exists. `false` where the backend cannot know
+    /// (live).
     fn would_map_huge(
         &self,
         _pid: Pid,

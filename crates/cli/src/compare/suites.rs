@@ -201,7 +201,7 @@ ratios = ["1:32", "1:16", "1:8"]
 machines = ["cxl", "cxl-lowbw"]
 # The paper's low-bandwidth CXL-2 (§VII-B) had 8 GB of DRAM to 64 GB of CXL memory,
 # every workload scaled down to fit: one DRAM size, 1:8. At three ratios its cells
-# cost ~6 min more of CPU on a suite a minute over its 30 (docs/performance.md).
+# cost 5 min more of CPU and took the suite a minute past its 30 (docs/performance.md).
 machine_ratios = { cxl-lowbw = ["1:8"] }
 set = ["machine.tiering_cpus=\"shared\""]
 # FreqTier §VI: "All workloads use 16 threads mapped to 16 physical cores. The runtime
