@@ -33,16 +33,33 @@ pub struct TierInfo {
 }
 
 /// Free-page watermarks of a tier, in base pages (Linux `min`/`low`/`high`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+///
+/// Fractional on a sampled machine: a tier shrunk N-fold keeps the full machine's
+/// watermarks divided by N, so that a band of 1.8 sampled pages between two marks
+/// (the full machine's 115) is not rounded to one or two (docs/sampling.md,
+/// "Watermarks of a small sampled tier"). Whole numbers on an exact machine and live,
+/// where every comparison is the kernel's integer one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Watermarks {
     /// Below this, allocations fall back to the next tier and migrations into the
     /// tier fail.
-    pub min: u64,
+    pub min: f64,
     /// Below this, the kernel wakes kswapd (the machine raises
     /// [`Event::LowWatermark`](crate::policy::Event::LowWatermark)).
-    pub low: u64,
+    pub low: f64,
     /// kswapd reclaims until free pages reach this.
-    pub high: u64,
+    pub high: f64,
+}
+
+impl Watermarks {
+    /// Watermarks of whole pages.
+    pub fn pages(min: u64, low: u64, high: u64) -> Watermarks {
+        Watermarks {
+            min: min as f64,
+            low: low as f64,
+            high: high as f64,
+        }
+    }
 }
 
 /// What a policy can learn about one resident page.

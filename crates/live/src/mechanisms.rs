@@ -131,11 +131,7 @@ pub fn budget_watermarks(capacity: u64, total: u64) -> Watermarks {
     let min_total = min_free_kib * 1024.0 / PAGE_SIZE as f64;
     let min = (min_total * capacity as f64 / total.max(1) as f64) as u64;
     let step = (min / 4).max(capacity * 10 / 10_000);
-    Watermarks {
-        min,
-        low: min + step,
-        high: min + 2 * step,
-    }
+    Watermarks::pages(min, min + step, min + 2 * step)
 }
 
 /// What a placement refresh found.
@@ -1065,7 +1061,7 @@ impl Mechanisms for LiveMechanisms {
             if from == to {
                 return Err(MigrateError::AlreadyThere);
             }
-            if self.free_pages(to) <= self.watermarks(to).min {
+            if self.free_pages(to) as f64 <= self.watermarks(to).min {
                 return Err(MigrateError::NoSpace);
             }
             // A full queue (the rate cap is behind) refuses like a full tier would.
@@ -1199,11 +1195,7 @@ mod tests {
             store_ns: 100.0,
             bandwidth_bytes_per_s: 1e10,
         };
-        let wm = Watermarks {
-            min: 0,
-            low: 1,
-            high: 2,
-        };
+        let wm = Watermarks::pages(0, 1, 2);
         let setup = TierSetup {
             nodes: [0, 1],
             tiers: vec![info(0, budget.unwrap_or(1 << 30)), info(1, 1 << 30)],
@@ -1331,12 +1323,12 @@ mod tests {
         // Pretend page 2 sits on the slow node: the full budget refuses its promotion.
         m.set_tier(P0, v + 2, 1);
         assert_eq!(m.free_pages(TierId(0)), 1);
-        m.setup.watermarks[0].min = 1;
+        m.setup.watermarks[0].min = 1.0;
         assert_eq!(
             m.migrate(Pid(0), v + 2, TierId(0), MigrateMode::Async),
             Err(MigrateError::NoSpace)
         );
-        m.setup.watermarks[0].min = 0;
+        m.setup.watermarks[0].min = 0.0;
         assert_eq!(
             m.migrate(Pid(0), v + 2, TierId(0), MigrateMode::Async),
             Ok(())
@@ -1691,7 +1683,7 @@ mod tests {
     fn budget_watermarks_are_small_and_ordered() {
         let w = budget_watermarks(16384, 16384 + 524288);
         assert!(
-            w.min < w.low && w.low < w.high && w.high < 16384 / 10,
+            w.min < w.low && w.low < w.high && w.high < (16384 / 10) as f64,
             "{w:?}"
         );
     }

@@ -71,11 +71,7 @@ fn drive_with(
         bandwidth_bytes_per_s: 1e10,
     };
     let budget = pages * 3 / 8;
-    let wm = Watermarks {
-        min: 1,
-        low: 2,
-        high: 3,
-    };
+    let wm = Watermarks::pages(1, 2, 3);
     let setup = TierSetup {
         nodes: [4000, 0],
         tiers: vec![info(0, budget), info(1, 1 << 20)],
@@ -165,7 +161,7 @@ fn drive_with(
                     moved_events += 1;
                 }
             }
-            if m.free_pages(TierId::FAST) < m.watermarks(TierId::FAST).low {
+            if (m.free_pages(TierId::FAST) as f64) < m.watermarks(TierId::FAST).low {
                 pol.on_event(&Event::LowWatermark { tier: TierId::FAST }, &mut m);
             }
         }

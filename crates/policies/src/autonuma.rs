@@ -57,7 +57,8 @@ impl Autonuma {
         }
         // migrate_balanced_pgdat: zone_watermark_ok(high + nr) needs free pages strictly
         // above the high watermark plus the page.
-        let room = mech.free_pages(TierId::FAST) > mech.watermarks(TierId::FAST).high + pages;
+        let room = mech.free_pages(TierId::FAST) as f64
+            > mech.watermarks(TierId::FAST).high + pages as f64;
         let ok = room
             && mech
                 .migrate(f.pid, f.vpn, TierId::FAST, MigrateMode::Sync)

@@ -405,9 +405,8 @@ impl Autotiering {
     /// Base pages of the pool, after giving back what first-touch allocations took: the
     /// simulator cannot hold pool pages off its allocator.
     fn pool_pages(&mut self, mech: &dyn Mechanisms) -> u64 {
-        let avail = mech
-            .free_pages(TierId::FAST)
-            .saturating_sub(mech.watermarks(TierId::FAST).min);
+        let avail = (mech.free_pages(TierId::FAST) as f64 - mech.watermarks(TierId::FAST).min)
+            .max(0.0) as u64;
         while self.pool[0] + self.pool[1] * SUBPAGES_PER_HUGE > avail {
             if self.pool[1] > 0 {
                 self.pool[1] -= 1;
@@ -434,7 +433,7 @@ impl Autotiering {
         let pool = self.pool_pages(mech);
         let wm = mech.watermarks(TierId::FAST);
         // migrate_balanced_pgdat: above the high watermark on the buddy free lists.
-        if mech.free_pages(TierId::FAST).saturating_sub(pool) >= wm.high + n {
+        if mech.free_pages(TierId::FAST).saturating_sub(pool) as f64 >= wm.high + n as f64 {
             return self.migrate_up(pid, vpn, mech, |s| s.promoted_free += 1);
         }
         let level = self.pages[pid.index()][&vpn].history.level();
@@ -548,7 +547,7 @@ impl Autotiering {
         let n = if huge { SUBPAGES_PER_HUGE } else { 1 };
         let pool = self.pool_pages(mech);
         let wm = mech.watermarks(TierId::FAST);
-        if mech.free_pages(TierId::FAST).saturating_sub(pool) >= wm.high + n {
+        if mech.free_pages(TierId::FAST).saturating_sub(pool) as f64 >= wm.high + n as f64 {
             return self.migrate_up(pid, vpn, mech, |s| s.promoted_free += 1);
         }
         self.stats.failed_no_space += 1;
@@ -909,21 +908,21 @@ mod tests {
         fn background_demotion_keeps_a_reserve_of_free_fast_pages() {
             let cfg = AutotieringConfig::default();
             let (out, m) = scenario(AutotieringMode::OpmBd, 40, false);
-            let wm = Mechanisms::watermarks(&m, TierId::FAST);
+            // An exact machine: whole-page watermarks.
+            let wm_min = Mechanisms::watermarks(&m, TierId::FAST).min as u64;
             let free = Mechanisms::free_pages(&m, TierId::FAST);
             // kdemoted refilled the pool to 16 with least-accessed pages; T took one.
             assert_eq!(stat(&out, "demoted_kdemoted"), cfg.pool_max_pages as f64);
             assert_eq!(stat(&out, "promoted_pool"), 1.0);
             assert_eq!(tier_of(&m, T), TierId::FAST);
             assert!(
-                free >= wm.min + cfg.pool_min_pages,
-                "free {free}, min {}",
-                wm.min
+                free >= wm_min + cfg.pool_min_pages,
+                "free {free}, min {wm_min}"
             );
-            assert_eq!(free, wm.min + cfg.pool_max_pages - 1);
+            assert_eq!(free, wm_min + cfg.pool_max_pages - 1);
             // CPM keeps no reserve: first-touch filled the fast tier to its min mark.
             let (_, m) = scenario(AutotieringMode::Cpm, 40, false);
-            assert_eq!(Mechanisms::free_pages(&m, TierId::FAST), wm.min);
+            assert_eq!(Mechanisms::free_pages(&m, TierId::FAST), wm_min);
         }
 
         /// Run gups (256 MiB, 1:8, LLC off: a 32 MiB LLC would hold the 25.6 MiB hot
@@ -942,7 +941,7 @@ mod tests {
             .build(7);
             let (out, m) = run(&machine, &SimConfig::default(), policy, w);
             let wm = Mechanisms::watermarks(&m, TierId::FAST);
-            assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min);
+            assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min as u64);
             let last = out.series.rows.last().unwrap().fast_access_ratio;
             eprintln!(
                 "  {:.2} s simulated, fast ratio {:.3} (last interval {last:.3}), promoted {} demoted {} pages",

@@ -603,8 +603,8 @@ impl Hemem {
 
     /// Demote the oldest cold DRAM regions until `need` pages fit above the fast
     /// tier's min watermark (the simulator's stand-in for "a free DRAM page").
-    fn make_room(&mut self, mech: &mut dyn Mechanisms, need: u64, fast_min: u64) -> bool {
-        while mech.free_pages(TierId::FAST) < fast_min + need {
+    fn make_room(&mut self, mech: &mut dyn Mechanisms, need: u64, fast_min: f64) -> bool {
+        while (mech.free_pages(TierId::FAST) as f64) < fast_min + need as f64 {
             let Some(v) = self.pop_oldest(FAST_COLD) else {
                 return false;
             };
@@ -994,7 +994,7 @@ mod tests {
                 out.summary.tiering_cpu_seconds,
             );
             let wm = Mechanisms::watermarks(&m, TierId::FAST);
-            assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min);
+            assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min as u64);
             out
         }
 

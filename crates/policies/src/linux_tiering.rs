@@ -229,7 +229,7 @@ impl PromotionThrottle {
 /// max(1 GiB, 1/16 of the tier) free.
 pub fn free_space_enough(free: u64, capacity: u64, wm: Watermarks) -> bool {
     let enough = (GIB / PAGE_SIZE).max(capacity >> 4);
-    free > promo_watermark(wm) + enough
+    free as f64 > promo_watermark(wm) + enough as f64
 }
 
 /// Counters of the tiering promotion path (the kernel's `pgpromote_*` and the
@@ -702,11 +702,7 @@ mod tests {
 
     #[test]
     fn free_space_bypass_needs_a_gibibyte_or_a_sixteenth() {
-        let wm = Watermarks {
-            min: 100,
-            low: 125,
-            high: 150,
-        };
+        let wm = Watermarks::pages(100, 125, 150);
         let gib = GIB / PAGE_SIZE;
         assert!(!free_space_enough(gib, 4 * gib, wm));
         assert!(free_space_enough(gib + 176, 4 * gib, wm));
@@ -831,9 +827,10 @@ mod tests {
 
     /// A sampled fast tier of a few hundred pages (the `freqtier` suite's GAP cells at
     /// 1:32: 34 MiB of a 1.2 GiB machine at 1/16, 134 MiB of 4.7 GiB at 1/64) must
-    /// still leave room for one promotion where kswapd stops, or nothing is ever
-    /// promoted. With each watermark rounded on its own, the first case's step was 1
-    /// page: kswapd stopped at 4 free pages where a promotion needed 5.
+    /// still leave room for one promotion where kswapd stops (the first whole page at
+    /// or past the promotion watermark), or nothing is ever promoted. With each
+    /// watermark rounded on its own, the first case's step was 1 page: kswapd stopped
+    /// at 4 free pages where a promotion needed 5.
     #[test]
     fn a_small_sampled_fast_tier_leaves_room_for_a_promotion_where_kswapd_stops() {
         use tierkit_sim::machine::{linux_watermarks, sampled_watermarks};
@@ -844,18 +841,22 @@ mod tests {
                 let wm = sampled_watermarks(full, rate);
                 assert!(wm.min < wm.low && wm.low < wm.high, "{wm:?}");
                 assert!(
-                    migrate_balanced(promo_watermark(wm), wm, 1),
+                    migrate_balanced(promo_watermark(wm).ceil() as u64, wm, 1),
                     "{fast} MiB of {total} at {rate}: {wm:?}"
                 );
             }
         }
-        // A tier large enough keeps the full machine's watermarks, each shrunk.
+        // A tier large enough keeps the full machine's watermarks, each shrunk and
+        // kept fractional: a band of 1.8 sampled pages is not rounded to 1 or 2.
         let full = linux_watermarks(pages(4_096), pages(36_864));
         let wm = sampled_watermarks(full, 1.0 / 8.0);
-        let shrunk = |p: u64| (p as f64 / 8.0).round() as u64;
         assert_eq!(
             (wm.min, wm.low, wm.high),
-            (shrunk(full.min), shrunk(full.low), shrunk(full.high))
+            (full.min / 8.0, full.low / 8.0, full.high / 8.0)
+        );
+        assert!(
+            full.high.fract() == 0.0 && wm.high.fract() != 0.0,
+            "{full:?} {wm:?}"
         );
     }
 
@@ -871,19 +872,22 @@ mod tests {
             })
         };
         // Touching up to exactly `low` free pages never wakes kswapd.
-        let at_low = fast_pages - wm.low;
+        let at_low = fast_pages - wm.low as u64;
         let w = TouchThenIdle::new(16, 64, at_low);
         let (out, m) = run(&w.machine(), &SimConfig::default(), low_wakes(), w.script());
         assert_eq!(out.summary.demoted_pages, 0);
-        assert_eq!(m.free_pages(TierId::FAST), wm.low);
+        assert_eq!(m.free_pages(TierId::FAST) as f64, wm.low);
         // Three times the fast tier: kswapd demotes and leaves WMARK_PROMO free.
         let w = TouchThenIdle::new(16, 64, 3 * fast_pages);
         let (out, m) = run(&w.machine(), &SimConfig::default(), low_wakes(), w.script());
         assert!(out.summary.demoted_pages > 0);
         let free = m.free_pages(TierId::FAST);
         let promo = promo_watermark(wm);
-        assert!(free >= promo, "free {free} < promo {promo}");
-        assert!(free < promo + SWAP_CLUSTER_MAX_PAGES, "overshoot: {free}");
+        assert!(free as f64 >= promo, "free {free} < promo {promo}");
+        assert!(
+            (free as f64) < promo + SWAP_CLUSTER_MAX_PAGES as f64,
+            "overshoot: {free}"
+        );
         // The oldest pages went first.
         assert_eq!(w.tier_of(&m, 0), TierId(1));
         assert_eq!(w.tier_of(&m, 1), TierId(1));
@@ -895,7 +899,7 @@ mod tests {
             w.script(),
         );
         assert_eq!(out.summary.demoted_pages, 0);
-        assert!(m.free_pages(TierId::FAST) < wm.low);
+        assert!((m.free_pages(TierId::FAST) as f64) < wm.low);
     }
 
     const SWAP_CLUSTER_MAX_PAGES: u64 = crate::lru::SWAP_CLUSTER_MAX;

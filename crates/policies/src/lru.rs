@@ -681,7 +681,7 @@ impl Kswapd {
     pub fn run(
         &mut self,
         tier: TierId,
-        mark: u64,
+        mark: f64,
         lru: &mut Lru,
         mech: &mut dyn Mechanisms,
         demoted: &mut Vec<Victim>,
@@ -696,7 +696,7 @@ impl Kswapd {
         let (mut scanned, mut nr_demoted, mut isolated) = (0u64, 0u64, 0u64);
         let scan_budget = 4 * self.cfg.batch_pages.max(SWAP_CLUSTER_MAX);
         let mut victims = Vec::new();
-        while mech.free_pages(tier) < self.order[t].balanced_free(mark)
+        while (mech.free_pages(tier) as f64) < self.order[t].balanced_free(mark)
             && nr_demoted < self.cfg.batch_pages
             && scanned < scan_budget
         {
@@ -746,7 +746,7 @@ impl Kswapd {
         // The batch occupies the thread whether or not it sleeps after it.
         let busy_ns = self.cfg.busy_ns(nr_demoted, scanned, mech);
         self.busy_until[t] = mech.now() + busy_ns;
-        if mech.free_pages(tier) >= self.order[t].balanced_free(mark) {
+        if mech.free_pages(tier) as f64 >= self.order[t].balanced_free(mark) {
             return self.order[t].sleep();
         }
         if nr_demoted == 0 {
@@ -790,7 +790,7 @@ impl ReclaimOrder {
 
     /// Free pages at which the tier counts as balanced for watermark `mark` now
     /// ([`kswapd_balanced_free`]).
-    pub fn balanced_free(&self, mark: u64) -> u64 {
+    pub fn balanced_free(&self, mark: f64) -> f64 {
         kswapd_balanced_free(mark, self.unit_pages, self.reclaimed_pages)
     }
 
@@ -812,9 +812,9 @@ impl ReclaimOrder {
 /// a high-order one adds exactly the kernel's `2^order - 1`. The free block of that
 /// order that `__zone_watermark_ok` also asks for is not modelled (the simulator's
 /// tiers keep no buddy lists, so any free count of 512 pages holds a huge page).
-pub fn kswapd_balanced_free(mark: u64, unit_pages: u64, reclaimed_pages: u64) -> u64 {
+pub fn kswapd_balanced_free(mark: f64, unit_pages: u64, reclaimed_pages: u64) -> f64 {
     if unit_pages > 1 && reclaimed_pages < 2 * unit_pages {
-        mark + unit_pages - 1
+        mark + (unit_pages - 1) as f64
     } else {
         mark
     }
@@ -823,7 +823,7 @@ pub fn kswapd_balanced_free(mark: u64, unit_pages: u64, reclaimed_pages: u64) ->
 /// The promotion watermark of a tier (`WMARK_PROMO`, v5.18+): `high` plus one more
 /// `watermark_scale_factor` step, the step being `high - low`. In tiering mode kswapd
 /// reclaims until free pages reach it (`pgdat_balanced`), leaving room to promote.
-pub fn promo_watermark(wm: Watermarks) -> u64 {
+pub fn promo_watermark(wm: Watermarks) -> f64 {
     wm.high + (wm.high - wm.low)
 }
 
@@ -831,7 +831,7 @@ pub fn promo_watermark(wm: Watermarks) -> u64 {
 /// pages may go ahead only if the tier stays above its high watermark
 /// (`zone_watermark_ok(high + nr)`, which needs free strictly above the mark).
 pub fn migrate_balanced(free: u64, wm: Watermarks, nr_pages: u64) -> bool {
-    free > wm.high + nr_pages
+    free as f64 > wm.high + nr_pages as f64
 }
 
 #[cfg(test)]
@@ -1050,12 +1050,8 @@ mod tests {
 
     #[test]
     fn watermark_helpers() {
-        let wm = Watermarks {
-            min: 10,
-            low: 13,
-            high: 16,
-        };
-        assert_eq!(promo_watermark(wm), 19);
+        let wm = Watermarks::pages(10, 13, 16);
+        assert_eq!(promo_watermark(wm), 19.0);
         assert!(migrate_balanced(18, wm, 1));
         assert!(!migrate_balanced(17, wm, 1));
     }
@@ -1122,22 +1118,18 @@ mod tests {
     /// reclaimed `compact_gap(9)` = 1024 pages and checks at order 0.
     #[test]
     fn kswapd_woken_for_a_huge_page_frees_511_pages_more_until_it_reclaimed_two() {
-        let mark = 1000;
+        let mark = 1000.0;
         assert_eq!(kswapd_balanced_free(mark, 0, 0), mark);
         assert_eq!(kswapd_balanced_free(mark, 1, 0), mark);
-        assert_eq!(kswapd_balanced_free(mark, 512, 0), mark + 511);
-        assert_eq!(kswapd_balanced_free(mark, 512, 1023), mark + 511);
+        assert_eq!(kswapd_balanced_free(mark, 512, 0), mark + 511.0);
+        assert_eq!(kswapd_balanced_free(mark, 512, 1023), mark + 511.0);
         assert_eq!(kswapd_balanced_free(mark, 512, 1024), mark);
         // With the promotion marks of a real zone (step < 512), the free memory an
         // order-9 kswapd leaves lets the huge page through `migrate_balanced_pgdat`;
         // the order-0 mark does not.
-        let wm = Watermarks {
-            min: 1000,
-            low: 1254,
-            high: 1508,
-        };
-        let order0 = kswapd_balanced_free(promo_watermark(wm), 1, 0);
-        let order9 = kswapd_balanced_free(promo_watermark(wm), 512, 0);
+        let wm = Watermarks::pages(1000, 1254, 1508);
+        let order0 = kswapd_balanced_free(promo_watermark(wm), 1, 0) as u64;
+        let order9 = kswapd_balanced_free(promo_watermark(wm), 512, 0) as u64;
         assert!(!migrate_balanced(order0, wm, 512));
         assert!(migrate_balanced(order9, wm, 512));
     }

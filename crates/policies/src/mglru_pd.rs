@@ -479,10 +479,12 @@ impl MglruPd {
     }
 
     /// Free pages at which kswapd counts the fast tier balanced: the promotion
-    /// watermark, plus what the unit it was woken for asks ([`ReclaimOrder`]).
+    /// watermark, plus what the unit it was woken for asks ([`ReclaimOrder`]), as the
+    /// first whole number of free pages that reaches it.
     fn kswapd_target(&self, mech: &dyn Mechanisms) -> u64 {
         self.kswapd_order
             .balanced_free(promo_watermark(mech.watermarks(TierId::FAST)))
+            .ceil() as u64
     }
 
     /// `linux-tiering-mglru`'s kswapd: MGLRU reclaim under pressure. Age first if

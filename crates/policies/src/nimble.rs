@@ -198,7 +198,7 @@ impl Nimble {
             return self.core.promote(&mut vec![p], mech) == 1;
         }
         let to = TierId(p.tier.0 - 1);
-        if mech.free_pages(to) >= mech.watermarks(to).low + p.nr_pages {
+        if mech.free_pages(to) as f64 >= mech.watermarks(to).low + p.nr_pages as f64 {
             match mech.migrate(p.pid, p.vpn, to, MigrateMode::Async) {
                 Ok(()) => {
                     self.core.land_promoted(p, to, mech);

@@ -393,7 +393,9 @@ fn move_region(mech: &mut dyn Mechanisms, pid: Pid, start: Vpn, nr_pages: u64, t
     });
     let mut moved = 0;
     for (vpn, n) in units {
-        if to.is_fast() && mech.free_pages(TierId::FAST) <= mech.watermarks(TierId::FAST).high + n {
+        if to.is_fast()
+            && mech.free_pages(TierId::FAST) as f64 <= mech.watermarks(TierId::FAST).high + n as f64
+        {
             break;
         }
         if mech.migrate(pid, vpn, to, MigrateMode::Async).is_ok() {

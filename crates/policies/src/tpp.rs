@@ -82,10 +82,10 @@ impl TppConfig {
 /// TPP's demotion watermark of a tier of `capacity` pages (`__setup_per_zone_wmarks`
 /// in the patch): `capacity · factor / 10000`, at least twice the high watermark, at
 /// most the whole tier.
-pub fn demote_watermark(capacity: u64, wm: Watermarks, demote_scale_factor: u64) -> u64 {
-    (capacity * demote_scale_factor / 10_000)
-        .max(2 * wm.high)
-        .min(capacity)
+pub fn demote_watermark(capacity: u64, wm: Watermarks, demote_scale_factor: u64) -> f64 {
+    ((capacity * demote_scale_factor / 10_000) as f64)
+        .max(2.0 * wm.high)
+        .min(capacity as f64)
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -122,7 +122,7 @@ impl Tpp {
         }
     }
 
-    fn demote_wmark(&self, tier: TierId, mech: &dyn Mechanisms) -> u64 {
+    fn demote_wmark(&self, tier: TierId, mech: &dyn Mechanisms) -> f64 {
         let cap = mech.tiers()[tier.index()].capacity_pages;
         demote_watermark(cap, mech.watermarks(tier), self.cfg.demote_scale_factor)
     }
@@ -133,7 +133,7 @@ impl Tpp {
     /// (`numamigrate_isolate_page` passes its `compound_order`).
     fn wake_if_unbalanced(&mut self, tier: TierId, unit_pages: u64, mech: &mut dyn Mechanisms) {
         let balanced_free = kswapd_balanced_free(self.demote_wmark(tier, mech), unit_pages, 0);
-        if tier.index() + 1 < mech.tiers().len() && mech.free_pages(tier) < balanced_free {
+        if tier.index() + 1 < mech.tiers().len() && (mech.free_pages(tier) as f64) < balanced_free {
             self.kswapd.wake_for_unit(tier, unit_pages, mech);
         }
     }
@@ -309,16 +309,12 @@ mod tests {
 
     #[test]
     fn demote_watermark_follows_the_patch_clamps() {
-        let wm = Watermarks {
-            min: 100,
-            low: 125,
-            high: 150,
-        };
-        assert_eq!(demote_watermark(100_000, wm, 200), 2_000);
-        assert_eq!(demote_watermark(10_000, wm, 200), 300, "at least 2·high");
+        let wm = Watermarks::pages(100, 125, 150);
+        assert_eq!(demote_watermark(100_000, wm, 200), 2_000.0);
+        assert_eq!(demote_watermark(10_000, wm, 200), 300.0, "at least 2·high");
         assert_eq!(
             demote_watermark(10_000, wm, 10_000),
-            10_000,
+            10_000.0,
             "at most the tier"
         );
     }
@@ -375,7 +371,8 @@ mod tests {
         let fast_pages = 16 * MIB / PAGE_SIZE;
         let total = fast_pages + 64 * MIB / PAGE_SIZE;
         let wm = tierkit_sim::machine::linux_watermarks(fast_pages, total);
-        let demote = demote_watermark(fast_pages, wm, 200);
+        // An exact machine: a whole number of pages.
+        let demote = demote_watermark(fast_pages, wm, 200) as u64;
         // Up to the demotion watermark nothing is demoted.
         let w = TouchThenIdle::new(16, 64, fast_pages - demote);
         let (out, _) = run(

@@ -102,7 +102,7 @@ fn autonuma_never_overfills_the_fast_tier_and_fails_promotions_when_full() {
         gups(128, 3_000_000),
     );
     let wm = tierkit_core::Mechanisms::watermarks(&m, TierId::FAST);
-    assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min);
+    assert!(m.used_pages(TierId(0)) <= m.capacity_pages(TierId(0)) - wm.min as u64);
     assert!(out.summary.hint_faults > 0);
     // First-touch filled the fast tier to its min watermark: with no demotion in mode
     // 1, promotions above the high watermark are impossible and must fail.

@@ -252,12 +252,12 @@ fn allocation_falls_back_below_min_and_low_watermark_event_fires() {
     );
     let (wm, cap) = slot.lock().unwrap().unwrap();
     assert!(
-        wm.min < wm.low && wm.low < wm.high && wm.high < cap,
+        wm.min < wm.low && wm.low < wm.high && wm.high < cap as f64,
         "{wm:?}"
     );
     // The fast tier filled exactly to its min watermark, the rest fell back.
-    assert_eq!(m.used_pages(TierId(0)), cap - wm.min);
-    assert_eq!(m.used_pages(TierId(1)), 4096 - (cap - wm.min));
+    assert_eq!(m.used_pages(TierId(0)), cap - wm.min as u64);
+    assert_eq!(m.used_pages(TierId(1)), 4096 - (cap - wm.min as u64));
     assert_eq!(out.summary.counters.allocated_pages, 4096);
     let log = log.lock().unwrap();
     assert_eq!(log.allocs, 4096);
@@ -743,7 +743,7 @@ fn the_summary_counts_each_processs_resident_and_fast_pages() {
     );
     assert_eq!(
         (procs[0].resident_pages, procs[0].fast_pages),
-        (3000, cap - wm.min)
+        (3000, cap - wm.min as u64)
     );
     assert_eq!((procs[1].resident_pages, procs[1].fast_pages), (500, 0));
     assert_eq!(

@@ -842,7 +842,7 @@ fn refresh(
     // watermark: a policy that reclaims on it must know which of its fast pages the
     // budget already took (else it takes the pages it keeps instead).
     tell_unseen_moves(mech, policy, wants_alloc);
-    if mech.free_pages(TierId::FAST) < mech.watermarks(TierId::FAST).low {
+    if (mech.free_pages(TierId::FAST) as f64) < mech.watermarks(TierId::FAST).low {
         policy.on_event(&Event::LowWatermark { tier: TierId::FAST }, mech);
     }
     mech.set_time(None);

@@ -191,11 +191,7 @@ pub(super) fn tier_setup(plan: &Plan, budget_bytes: Option<u64>) -> Result<TierS
     ];
     let node_wm = |n: &numa::Node, total: u64| {
         n.watermarks
-            .map(|w| Watermarks {
-                min: w.min,
-                low: w.low,
-                high: w.high,
-            })
+            .map(|w| Watermarks::pages(w.min, w.low, w.high))
             .unwrap_or_else(|| budget_watermarks(pages(n.mem_total_kb), total))
     };
     let total = f_total + s_total;

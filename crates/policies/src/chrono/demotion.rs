@@ -17,10 +17,10 @@ pub fn pro_watermark(
     interval_ms: u64,
     rate_limit_bytes_per_s: f64,
     max_gap_pages: u64,
-) -> u64 {
+) -> f64 {
     let gap_bytes = 2.0 * interval_ms as f64 / 1000.0 * rate_limit_bytes_per_s;
     let gap_pages = (gap_bytes / PAGE_SIZE as f64).ceil() as u64;
-    wm.high + gap_pages.min(max_gap_pages)
+    wm.high + gap_pages.min(max_gap_pages) as f64
 }
 
 /// What makes a demoted page's return a thrashing event (§3.3.2: "marked as
@@ -182,18 +182,14 @@ mod tests {
 
     #[test]
     fn pro_watermark_gap_is_twice_interval_times_rate() {
-        let wm = Watermarks {
-            min: 100,
-            low: 125,
-            high: 150,
-        };
+        let wm = Watermarks::pages(100, 125, 150);
         // 100 MB/s × 2 × 1 s = 200 MiB = 51200 pages (MB = MiB, as the kernel's MBps).
         assert_eq!(
             pro_watermark(wm, 1000, 100.0 * MIB as f64, u64::MAX),
-            150 + 51_200
+            (150 + 51_200) as f64
         );
-        assert_eq!(pro_watermark(wm, 1000, 0.0, u64::MAX), 150);
-        assert_eq!(pro_watermark(wm, 1000, 100.0 * MIB as f64, 1000), 1150);
+        assert_eq!(pro_watermark(wm, 1000, 0.0, u64::MAX), 150.0);
+        assert_eq!(pro_watermark(wm, 1000, 100.0 * MIB as f64, 1000), 1150.0);
     }
 
     /// Spec §7 oracle 14: the rate limit is halved for the next period exactly when

@@ -727,8 +727,8 @@ impl Chrono {
         // is smaller (tierkit; the paper sizes the gap for base pages).
         let head = self.queue.front().map_or(0, |q| q.pages);
         let target = pro_watermark(wm, self.cfg.pro_interval_ms, self.rate_limit(), cap as u64)
-            .max(wm.high + head);
-        self.last_pro_gap_pages = target - wm.high;
+            .max(wm.high + head as f64);
+        self.last_pro_gap_pages = (target - wm.high).round() as u64;
         self.kswapd
             .run(tier, target, &mut self.lru, mech, &mut self.demoted);
         let now = mech.now();
@@ -783,9 +783,7 @@ impl Chrono {
         }
         self.refresh_rss(mech);
         let fast = TierId::FAST;
-        let free = mech
-            .free_pages(fast)
-            .saturating_sub(mech.watermarks(fast).high);
+        let free = (mech.free_pages(fast) as f64 - mech.watermarks(fast).high).max(0.0) as u64;
         self.dcsc_retune(now, free);
         self.sample_victims(mech);
         mech.schedule(

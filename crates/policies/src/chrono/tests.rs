@@ -1102,12 +1102,12 @@ fn oracle_13_free_fast_memory_stays_above_the_high_watermark_and_promotions_do_n
     let rows = &out.series.rows;
     let first_full = rows
         .iter()
-        .position(|r| fast - r.fast_used_pages.min(fast) <= wm.high)
+        .position(|r| (fast - r.fast_used_pages.min(fast)) as f64 <= wm.high)
         .expect("the fast tier fills");
     let after = &rows[first_full..];
     let in_band = after
         .iter()
-        .filter(|r| fast - r.fast_used_pages.min(fast) + 64 >= wm.high)
+        .filter(|r| (fast - r.fast_used_pages.min(fast) + 64) as f64 >= wm.high)
         .count();
     eprintln!(
         "free >= high (within one sampled page) in {in_band} of {} intervals after the fast tier filled",

@@ -476,7 +476,8 @@ impl Policy for FreqTier {
         // FreqTier's trigger must sit above the kernel's watermarks: on a small
         // simulated tier they are a larger share than on the paper's 16 GB node.
         let kernel = mech.watermarks(TierId::FAST);
-        self.promoting_wmark = pct(self.cfg.promoting_wmark_pct).max(kernel.high + 1);
+        self.promoting_wmark =
+            pct(self.cfg.promoting_wmark_pct).max(kernel.high.floor() as u64 + 1);
         self.demoting_wmark = pct(self.cfg.demoting_wmark_pct).max(
             self.promoting_wmark + pct(self.cfg.demoting_wmark_pct - self.cfg.promoting_wmark_pct),
         );

@@ -281,7 +281,7 @@ impl ClockCore {
     ) {
         for t in 0..=tier.0 {
             let t = TierId(t);
-            if self.has_lower(t) && mech.free_pages(t) < mech.watermarks(t).low {
+            if self.has_lower(t) && (mech.free_pages(t) as f64) < mech.watermarks(t).low {
                 self.kswapd_wake(t, mech);
             }
         }
@@ -443,13 +443,15 @@ impl ClockCore {
     /// (§III-C). Returns whether the migration can go ahead.
     pub fn make_room(&mut self, tier: TierId, nr_pages: u64, mech: &mut dyn Mechanisms) -> bool {
         let wm = mech.watermarks(tier);
-        if mech.free_pages(tier) < wm.low + nr_pages {
+        let free = |mech: &dyn Mechanisms| mech.free_pages(tier) as f64;
+        let n = nr_pages as f64;
+        if free(mech) < wm.low + n {
             self.kswapd_wake(tier, mech);
         }
-        if mech.free_pages(tier) < wm.min + nr_pages {
+        if free(mech) < wm.min + n {
             self.direct_reclaim(tier, nr_pages, mech);
         }
-        mech.free_pages(tier) >= wm.min + nr_pages
+        free(mech) >= wm.min + n
     }
 
     /// Promote isolated pages one tier up (§III-B: every selected page in the same
@@ -621,7 +623,9 @@ impl ClockCore {
                 break;
             }
             idle_passes = if d == 0 { idle_passes + 1 } else { 0 };
-            if d > 0 && mech.free_pages(tier) >= wm.min + nr_pages + SWAP_CLUSTER_MAX {
+            if d > 0
+                && mech.free_pages(tier) as f64 >= wm.min + (nr_pages + SWAP_CLUSTER_MAX) as f64
+            {
                 break;
             }
         }
@@ -695,7 +699,8 @@ impl ClockCore {
         }
         self.kswapd_awake[t] = false;
         self.stats.kswapd_batches += 1;
-        let high = mech.watermarks(tier).high;
+        // The first whole number of free pages at or above `high`.
+        let high = mech.watermarks(tier).high.ceil() as u64;
         let batch = self.params.kswapd.batch_pages;
         let budget = 4 * batch.max(SWAP_CLUSTER_MAX);
         let (mut scanned, mut demoted) = (0, 0);

@@ -160,11 +160,7 @@ pub fn linux53_watermarks(capacity: u64, total: u64) -> Watermarks {
     let min_total_pages = min_free_kib as f64 * 1024.0 / PAGE_SIZE as f64;
     let min = (min_total_pages * capacity as f64 / total.max(1) as f64) as u64;
     let step = (min / 4).max(capacity * 10 / 10_000);
-    Watermarks {
-        min,
-        low: min + step,
-        high: min + 2 * step,
-    }
+    Watermarks::pages(min, min + step, min + 2 * step)
 }
 
 /// The policy.

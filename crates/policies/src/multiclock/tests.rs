@@ -53,16 +53,8 @@ impl FakeMech {
         FakeMech::new(
             [fast, 1 << 20],
             [
-                Watermarks {
-                    min: wm.0,
-                    low: wm.1,
-                    high: wm.2,
-                },
-                Watermarks {
-                    min: 0,
-                    low: 0,
-                    high: 0,
-                },
+                Watermarks::pages(wm.0, wm.1, wm.2),
+                Watermarks::pages(0, 0, 0),
             ],
         )
     }
@@ -205,7 +197,7 @@ impl Mechanisms for FakeMech {
         let last = to.index() + 1 == self.tiers.len();
         if self.locked.contains(&vpn)
             || self.free(to) == 0
-            || (!last && self.free(to) - 1 < self.wm[to.index()].min)
+            || (!last && ((self.free(to) - 1) as f64) < self.wm[to.index()].min)
         {
             return Err(MigrateError::NoSpace);
         }
@@ -599,7 +591,7 @@ fn oracle_15_no_demotion_while_the_fast_tier_is_above_its_watermark() {
     m.run_kswapd(&mut p);
     let c = p.core();
     assert_eq!(c.stats.promoted_units, 1000);
-    assert!(m.free(FAST) > m.wm[0].low);
+    assert!(m.free(FAST) as f64 > m.wm[0].low);
     assert_eq!(c.stats.demoted_pages, 0);
     assert_eq!(c.edge(Edge::Deactivate), 0);
     assert_eq!(c.stats.kswapd_wakeups, 0);
@@ -765,7 +757,7 @@ fn linux53_watermarks_match_the_machine_below_256_gib() {
     }
     // Platform 1 of the paper: 192 GB DRAM + 512 GB PM.
     let w = linux53_watermarks(192 * gib, 704 * gib);
-    assert_eq!(w.min, 16_384 * 192 / 704);
+    assert_eq!(w.min, (16_384 * 192 / 704) as f64);
     assert!(w.min < tierkit_sim::machine::linux_watermarks(192 * gib, 704 * gib).min);
 }
 
@@ -1201,7 +1193,7 @@ mod sim {
         let fast_pages = 16 * MIB / PAGE_SIZE;
         let total = fast_pages + 64 * MIB / PAGE_SIZE;
         let wm = tierkit_sim::machine::linux_watermarks(fast_pages, total);
-        let quiet = TouchThenIdle::new(16, 64, fast_pages - wm.low - 1);
+        let quiet = TouchThenIdle::new(16, 64, fast_pages - wm.low as u64 - 1);
         let (out, _) = run(
             &quiet.machine(),
             &SimConfig::default(),
@@ -1218,7 +1210,7 @@ mod sim {
             busy.script(),
         );
         assert!(out.summary.demoted_pages > 0);
-        assert!(m.free_pages(TierId::FAST) >= wm.high);
+        assert!(m.free_pages(TierId::FAST) as f64 >= wm.high);
         assert_eq!(busy.tier_of(&m, 0), SLOW, "the oldest page was demoted");
     }
 

@@ -677,7 +677,7 @@ fn unit_pages(info: PageInfo) -> u64 {
 /// A promotion of `n` pages keeps the fast tier above its high watermark (tierkit
 /// decision: kpromoted never eats into the headroom allocations rely on).
 fn fast_has_room(mech: &dyn Mechanisms, n: u64) -> bool {
-    mech.free_pages(TierId::FAST) > mech.watermarks(TierId::FAST).high + n
+    mech.free_pages(TierId::FAST) as f64 > mech.watermarks(TierId::FAST).high + n as f64
 }
 
 /// Migrate the slow-tier pages of `span` to the fast tier while it has room:

@@ -72,7 +72,7 @@ impl Machine {
             .enumerate()
             .take(upto.min(last - 1) + 1)
         {
-            if t.free() < t.wm.low && t.last_low_event_ms != Some(now_ms) {
+            if (t.free() as f64) < t.wm.low && t.last_low_event_ms != Some(now_ms) {
                 t.last_low_event_ms = Some(now_ms);
                 out.push(TierId(i as u8));
             }

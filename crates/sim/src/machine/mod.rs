@@ -86,31 +86,29 @@ pub fn linux_watermarks(capacity: u64, total: u64) -> Watermarks {
     let min_total_pages = min_free_kib * 1024.0 / PAGE_SIZE as f64;
     let min = (min_total_pages * capacity as f64 / total.max(1) as f64) as u64;
     let step = (min / 4).max(capacity * 10 / 10_000);
-    Watermarks {
-        min,
-        low: min + step,
-        high: min + 2 * step,
-    }
+    Watermarks::pages(min, min + step, min + 2 * step)
 }
 
-/// The smallest step between a sampled tier's watermarks, in pages.
+/// The smallest step between a sampled tier's watermarks, in (sampled) pages.
 ///
 /// Linux reclaims up to `high + step` (`WMARK_PROMO`, and `high` itself is
 /// `low + step`) and promotes a page only while free memory stays above
-/// `high + 1`, so a promotion fits only if `step ≥ 2`. On a real zone the step is at
-/// least 0.1% of it (thousands of pages); shrunk with a small sampled tier it rounds
-/// to 1 or 0, kswapd then stops where every promotion still fails, and nothing is
-/// ever promoted (docs/sampling.md, "Watermarks of a small sampled tier").
-pub const MIN_SAMPLED_WATERMARK_STEP: u64 = 2;
+/// `high + 1`; kswapd stops at the first whole page past its target, so with a step
+/// under a page it can stop where every promotion still fails, and nothing is ever
+/// promoted. On a real zone the step is at least 0.1% of it (thousands of pages);
+/// shrunk with a small sampled tier it can fall under a page. Two pages is the floor
+/// the validation runs were made with (docs/sampling.md, "Watermarks of a small
+/// sampled tier"); above it a step keeps its fraction.
+pub const MIN_SAMPLED_WATERMARK_STEP: f64 = 2.0;
 
 /// Watermarks `w` of a full tier on the machine sampled at `rate`: each shrinks with
-/// it, but `low` stays at least [`MIN_SAMPLED_WATERMARK_STEP`] above `min` and `high`
-/// as far above `low`.
+/// it, kept fractional (a band of 1.8 sampled pages stays 1.8, not 1 or 2), but
+/// `low` stays at least [`MIN_SAMPLED_WATERMARK_STEP`] above `min` and `high` as far
+/// above `low`.
 pub fn sampled_watermarks(w: Watermarks, rate: f64) -> Watermarks {
-    let shrink = |pages| shrink_pages(pages, rate);
-    let min = shrink(w.min);
-    let low = shrink(w.low).max(min + MIN_SAMPLED_WATERMARK_STEP);
-    let high = shrink(w.high).max(low + MIN_SAMPLED_WATERMARK_STEP);
+    let min = w.min * rate;
+    let low = (w.low * rate).max(min + MIN_SAMPLED_WATERMARK_STEP);
+    let high = (w.high * rate).max(low + MIN_SAMPLED_WATERMARK_STEP);
     Watermarks { min, low, high }
 }
 
@@ -449,7 +447,7 @@ impl Machine {
     fn has_room(&self, tier: usize, n: u64) -> bool {
         let t = &self.tiers[tier];
         let last = tier + 1 == self.tiers.len();
-        t.free() >= n && (last || t.free() - n >= t.wm.min)
+        t.free() >= n && (last || (t.free() - n) as f64 >= t.wm.min)
     }
 
     /// Book `bytes` of transfer on `tier`'s bandwidth starting no earlier than `now`.
