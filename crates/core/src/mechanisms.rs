@@ -254,6 +254,13 @@ pub trait Mechanisms {
     /// structure upkeep that the mechanisms cannot see).
     fn charge_cpu(&mut self, ns: u64);
 
+    /// Run `work` as a tiering kthread ([`Runner::Kthread`]): whatever it costs is
+    /// charged to the kthread, not to the thread or task running now. For a kthread's
+    /// work a policy must do at once inside another runner's event — on a sampled
+    /// machine, the reclaim that the full machine's kswapd does alongside the faults
+    /// one sampled fault stands for.
+    fn as_kthread(&mut self, work: &mut dyn FnMut(&mut dyn Mechanisms));
+
     /// Stall every running application thread by `ns` (of the policy's time, as
     /// [`now`](Self::now)): the time a tiering thread that never sleeps (a busy
     /// poller) took from each of them since the last call, when it shares the

@@ -1040,6 +1040,11 @@ impl Mechanisms for LiveMechanisms {
         self.counters.policy_charged_ns += ns;
     }
 
+    fn as_kthread(&mut self, work: &mut dyn FnMut(&mut dyn Mechanisms)) {
+        // A live daemon's threads are its own: nothing is charged to another runner.
+        work(self)
+    }
+
     fn random(&mut self) -> u64 {
         self.rng.next_u64()
     }

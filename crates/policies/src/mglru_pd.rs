@@ -37,7 +37,7 @@
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
-use crate::lru::{promo_watermark, KswapdConfig, ReclaimOrder};
+use crate::lru::{promo_watermark, refusal_reclaims_at_once, KswapdConfig, ReclaimOrder};
 use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -315,13 +315,33 @@ impl MglruPd {
 
     /// Base+: `linux-tiering`'s fault path (`should_numa_migrate_memory` +
     /// `migrate_misplaced_folio`), shared with it; a promoted page joins the youngest
-    /// generation, a refused one wakes kswapd.
+    /// generation, a refused one wakes kswapd (on a sampled machine, an idle kswapd
+    /// reclaims at once and the promotion is tried again: [`refusal_reclaims_at_once`]).
     fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) {
-        match self.promotion.on_hint_fault(f, mech) {
+        let mut outcome = self.promotion.on_hint_fault(f, mech);
+        if let FaultOutcome::NeedsReclaim { pages } = outcome {
+            if refusal_reclaims_at_once(mech) && self.kswapd_at_once_if_idle(pages, mech) {
+                outcome = self.promotion.retry_after_reclaim(f, mech);
+            }
+        }
+        match outcome {
             FaultOutcome::Promoted { head, .. } => self.gens.add_young(f.pid, head),
             FaultOutcome::NeedsReclaim { pages } => self.wake_kswapd(pages, mech),
             FaultOutcome::Stayed => {}
         }
+    }
+
+    /// For a refusal on a sampled machine ([`refusal_reclaims_at_once`]): if kswapd is
+    /// idle (asleep, and done with its last batch), wake it for a unit of `unit_pages`
+    /// and run its first batch now, as the kthread. Returns whether it ran.
+    fn kswapd_at_once_if_idle(&mut self, unit_pages: u64, mech: &mut dyn Mechanisms) -> bool {
+        if self.kswapd_awake || mech.now() < self.kswapd_busy_until {
+            return false;
+        }
+        self.kswapd_order.raise(unit_pages);
+        self.stats.kswapd_wakeups += 1;
+        mech.as_kthread(&mut |m| self.kswapd(m));
+        true
     }
 
     /// `wakeup_kswapd` for a unit of `unit_pages` base pages (see [`ReclaimOrder`]).
@@ -597,6 +617,10 @@ impl Policy for MglruPd {
             ("cold_faults", p.cold_faults as f64),
             ("rate_limited_pages", p.rate_limited_pages as f64),
             ("watermark_failed_pages", p.watermark_failed_pages as f64),
+            (
+                "promoted_after_reclaim_pages",
+                p.promoted_after_reclaim_pages as f64,
+            ),
             ("listed_pages", self.gens.nr_listed() as f64),
         ]
     }

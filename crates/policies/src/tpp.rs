@@ -21,8 +21,8 @@
 //! Parameters and decisions: `docs/policies/tpp.md`.
 
 use crate::lru::{
-    kswapd_balanced_free, lists_and_kswapd, migrate_balanced, Kswapd, KswapdConfig, Lru, LruList,
-    Victim, LRU_TIERING_REQUIREMENTS,
+    kswapd_balanced_free, lists_and_kswapd, migrate_balanced, refusal_reclaims_at_once, Kswapd,
+    KswapdConfig, Lru, LruList, Victim, LRU_TIERING_REQUIREMENTS,
 };
 use crate::numa_scan::{ArmFilter, NumaScanConfig, NumaScanner};
 use serde::{Deserialize, Serialize};
@@ -97,6 +97,20 @@ struct Stats {
     activations: u64,
     watermark_failed_pages: u64,
     migrate_failed_pages: u64,
+    /// Promotions refused on the watermark that went through when tried again after
+    /// kswapd reclaimed at once (a sampled machine only: [`refusal_reclaims_at_once`]).
+    promoted_after_reclaim_pages: u64,
+}
+
+/// What one promotion attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Promotion {
+    Promoted,
+    /// Refused on the watermark, then promoted after kswapd reclaimed at once: on the
+    /// scanner's record it stays a refusal ([`refusal_reclaims_at_once`]).
+    PromotedAfterRefusal,
+    Refused,
+    Failed,
 }
 
 /// The policy.
@@ -166,31 +180,75 @@ impl Tpp {
             self.scanner.record_fault(f.pid, pages, false);
             return;
         }
-        let local = self.promote(f, head, pages, mech);
+        let local = self.promote(f, head, pages, mech) == Promotion::Promoted;
         if !local {
             self.scanner.record_failed(f.pid, pages);
         }
         self.scanner.record_fault(f.pid, pages, local);
     }
 
-    fn promote(&mut self, f: &HintFault, head: Vpn, pages: u64, mech: &mut dyn Mechanisms) -> bool {
+    fn promote(
+        &mut self,
+        f: &HintFault,
+        head: Vpn,
+        pages: u64,
+        mech: &mut dyn Mechanisms,
+    ) -> Promotion {
         let fast = TierId::FAST;
+        let mut promoted = Promotion::Promoted;
         if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
             self.stats.watermark_failed_pages += pages;
-            self.wake_if_unbalanced(fast, pages, mech);
-            return false;
+            let room_after_reclaim = refusal_reclaims_at_once(mech)
+                && self.reclaim_at_once(pages, mech)
+                && migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages);
+            if !room_after_reclaim {
+                self.wake_if_unbalanced(fast, pages, mech);
+                return Promotion::Refused;
+            }
+            promoted = Promotion::PromotedAfterRefusal;
         }
         match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
             Ok(()) => {
                 self.lru.on_migrated(f.pid, head, fast, pages);
                 self.stats.promoted_pages += pages;
+                if promoted == Promotion::PromotedAfterRefusal {
+                    self.stats.promoted_after_reclaim_pages += pages;
+                }
                 // The promotion's allocation on the top tier (rmqueue check).
                 self.wake_if_unbalanced(fast, 1, mech);
-                true
+                promoted
             }
             Err(_) => {
                 self.stats.migrate_failed_pages += pages;
-                false
+                Promotion::Failed
+            }
+        }
+    }
+
+    /// For a refusal on a sampled machine ([`refusal_reclaims_at_once`]): the fast
+    /// tier's kswapd, if idle, runs its first batch now for a unit of `unit_pages`.
+    /// Returns whether it ran.
+    fn reclaim_at_once(&mut self, unit_pages: u64, mech: &mut dyn Mechanisms) -> bool {
+        let fast = TierId::FAST;
+        let target = self.demote_wmark(fast, mech);
+        let ran = self.kswapd.run_at_once_if_idle(
+            fast,
+            unit_pages,
+            target,
+            &mut self.lru,
+            mech,
+            &mut self.demoted,
+        );
+        // Part of kswapd's batch (`demote_folio_list`): the kthread's work too.
+        mech.as_kthread(&mut |m| self.arm_demoted(m));
+        ran
+    }
+
+    /// TPP's `PG_demoted`: the pages kswapd just demoted are armed for a hinting fault.
+    fn arm_demoted(&mut self, mech: &mut dyn Mechanisms) {
+        for v in self.demoted.drain(..) {
+            if self.cfg.arm_demoted {
+                mech.arm_hint_fault(v.pid, v.vpn);
             }
         }
     }
@@ -236,11 +294,7 @@ impl Policy for Tpp {
                     let target = self.demote_wmark(tier, mech);
                     self.kswapd
                         .run(tier, target, &mut self.lru, mech, &mut self.demoted);
-                    for v in self.demoted.drain(..) {
-                        if self.cfg.arm_demoted {
-                            mech.arm_hint_fault(v.pid, v.vpn);
-                        }
-                    }
+                    self.arm_demoted(mech);
                 } else if let Some(pid) = self.scanner.owns(id) {
                     self.scanner.step(pid, mech, ArmFilter::NotFast);
                 }
@@ -264,6 +318,10 @@ impl Policy for Tpp {
             (
                 "watermark_failed_pages",
                 self.stats.watermark_failed_pages as f64,
+            ),
+            (
+                "promoted_after_reclaim_pages",
+                self.stats.promoted_after_reclaim_pages as f64,
             ),
             (
                 "migrate_failed_pages",

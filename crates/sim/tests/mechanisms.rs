@@ -429,6 +429,69 @@ fn migration_charges_bandwidth_and_cost_to_the_right_party() {
     assert!((sync.tiering_cpu_seconds - asyn.tiering_cpu_seconds).abs() < 1e-9);
 }
 
+/// Work a policy does as a kthread inside a hinting fault (`Mechanisms::as_kthread`,
+/// a sampled machine's at-once reclaim) is tiering CPU and no stall of the faulting
+/// thread; the same work charged directly stalls it.
+#[test]
+fn work_run_as_a_kthread_inside_a_fault_does_not_stall_the_thread() {
+    struct Charger {
+        as_kthread: bool,
+    }
+    impl Policy for Charger {
+        fn name(&self) -> &'static str {
+            "charger"
+        }
+        fn requirements(&self) -> Requirements {
+            Requirements {
+                hint_faults: true,
+                ..Default::default()
+            }
+        }
+        fn init(&mut self, m: &mut dyn Mechanisms) {
+            m.schedule(NS_PER_MS, 0, Runner::Kthread);
+        }
+        fn on_event(&mut self, e: &Event, m: &mut dyn Mechanisms) {
+            match e {
+                Event::Timer { .. } => {
+                    m.arm_range(Pid(0), page(0) >> PAGE_SHIFT, 64, None);
+                }
+                Event::HintFault(_) if self.as_kthread => {
+                    m.as_kthread(&mut |k| k.charge_cpu(1_000_000))
+                }
+                Event::HintFault(_) => m.charge_cpu(1_000_000),
+                _ => {}
+            }
+        }
+    }
+    let mut runs = Vec::new();
+    for as_kthread in [false, true] {
+        let mut ops: Vec<Op> = (0..64).map(|i| write(page(i), 0)).collect();
+        ops.push(read(page(0), 2 * NS_PER_MS as u32));
+        ops.extend((1..64).map(|i| read(page(i), 0)));
+        let w = Script::new(8 * MIB).process(&[(BASE, 8 * MIB)], ops);
+        let (out, _) = run(
+            &small_machine(64, 64),
+            &SimConfig::default(),
+            Box::new(Charger { as_kthread }),
+            Box::new(w),
+        );
+        runs.push(out.summary);
+    }
+    let (direct, kthread) = (&runs[0], &runs[1]);
+    // 64 faults, 1 ms of work each: tiering CPU either way.
+    assert!(
+        (direct.tiering_cpu_seconds - 0.064).abs() < 0.001,
+        "{direct:?}"
+    );
+    assert!(
+        (kthread.tiering_cpu_seconds - 0.064).abs() < 0.001,
+        "{kthread:?}"
+    );
+    assert!(direct.app_tiering_stall_seconds >= 0.064);
+    assert!(kthread.app_tiering_stall_seconds < 0.001);
+    assert!(direct.sim_seconds > kthread.sim_seconds + 0.06);
+}
+
 #[test]
 fn promotion_into_a_full_fast_tier_fails() {
     struct Promoter;

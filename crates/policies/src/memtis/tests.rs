@@ -745,6 +745,9 @@ impl Mechanisms for Spy<'_> {
     fn charge_cpu(&mut self, ns: u64) {
         self.inner.charge_cpu(ns)
     }
+    fn as_kthread(&mut self, work: &mut dyn FnMut(&mut dyn Mechanisms)) {
+        work(self)
+    }
     fn random(&mut self) -> u64 {
         self.inner.random()
     }

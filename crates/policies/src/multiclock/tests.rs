@@ -180,6 +180,9 @@ impl Mechanisms for FakeMech {
         self.timers.push((at.max(self.now), id));
     }
     fn charge_cpu(&mut self, _ns: u64) {}
+    fn as_kthread(&mut self, work: &mut dyn FnMut(&mut dyn Mechanisms)) {
+        work(self)
+    }
     fn random(&mut self) -> u64 {
         0
     }

@@ -227,6 +227,13 @@ impl Mechanisms for Machine {
         self.charge_event(ns as f64);
     }
 
+    fn as_kthread(&mut self, work: &mut dyn FnMut(&mut dyn Mechanisms)) {
+        let saved = self.payer;
+        self.payer = Payer::Kthread;
+        work(self);
+        self.payer = saved;
+    }
+
     fn stall_app_threads(&mut self, ns: u64) {
         // Time, not work per event: not scaled by the sample rate. `ns` is policy
         // time (as `now`), which runs policy_time_scale times faster.
