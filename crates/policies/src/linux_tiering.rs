@@ -495,7 +495,7 @@ impl LinuxTiering {
         let mut outcome = self.promotion.on_hint_fault(f, mech);
         if let FaultOutcome::NeedsReclaim { pages } = outcome {
             let mark = promo_watermark(mech.watermarks(TierId::FAST));
-            if refusal_reclaims_at_once(mech)
+            if refusal_reclaims_at_once(mech, pages)
                 && self.kswapd.run_at_once_if_idle(
                     TierId::FAST,
                     pages,

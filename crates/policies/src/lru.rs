@@ -598,8 +598,9 @@ pub struct KswapdStats {
     pub nr_demote_failed: u64,
 }
 
-/// Whether a promotion refused on the watermark, finding the fast tier's kswapd idle,
-/// makes it reclaim at once and is then tried again: on a sampled machine only.
+/// Whether a promotion of a unit of `unit_pages` refused on the watermark, finding the
+/// fast tier's kswapd idle, makes it reclaim at once and is then tried again: for a
+/// base page on a sampled machine only.
 ///
 /// On the full machine a refused hinting-fault promotion wakes kswapd, which frees a
 /// batch while the next faults go on: about one fault per kswapd cycle is refused
@@ -610,10 +611,13 @@ pub struct KswapdStats {
 /// So a sampled refusal runs kswapd's batch at once, on the kthread, and retries.
 /// The refusal itself stays on record (a failed migration and a remote fault for the
 /// scanner, whose period doubles after any failure in a pass, as it does on the full
-/// machine with its one refusal per cycle). See docs/sampling.md, "A refusal stands
-/// for N attempts".
-pub fn refusal_reclaims_at_once(mech: &dyn Mechanisms) -> bool {
-    mech.pages_per_simulated_page() > 1
+/// machine with its one refusal per cycle). Not for a huge page: kswapd woken for
+/// one reclaims about one huge page's room per cycle, so the full machine refuses a
+/// large share of the N attempts too (measured: retrying them made Linux tiering's
+/// THP cells of the `memtis` suite 10-13% slower). See docs/sampling.md, "A refusal
+/// stands for N attempts".
+pub fn refusal_reclaims_at_once(mech: &dyn Mechanisms, unit_pages: u64) -> bool {
+    unit_pages == 1 && mech.pages_per_simulated_page() > 1
 }
 
 /// A kswapd per tier, demoting from that tier to the next.

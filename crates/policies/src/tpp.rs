@@ -198,7 +198,7 @@ impl Tpp {
         let mut promoted = Promotion::Promoted;
         if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
             self.stats.watermark_failed_pages += pages;
-            let room_after_reclaim = refusal_reclaims_at_once(mech)
+            let room_after_reclaim = refusal_reclaims_at_once(mech, pages)
                 && self.reclaim_at_once(pages, mech)
                 && migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages);
             if !room_after_reclaim {
