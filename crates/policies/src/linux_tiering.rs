@@ -249,7 +249,7 @@ pub struct PromotionStats {
     /// Promotions the mover refused, pages.
     pub migrate_failed_pages: u64,
     /// Of `promoted_pages`, those promoted when tried again after a refusal on the
-    /// watermark made kswapd reclaim at once (a sampled machine only:
+    /// watermark made kswapd reclaim at once (base pages on a sampled machine only:
     /// [`refusal_reclaims_at_once`](crate::lru::refusal_reclaims_at_once)).
     pub promoted_after_reclaim_pages: u64,
 }
@@ -495,7 +495,7 @@ impl LinuxTiering {
         let mut outcome = self.promotion.on_hint_fault(f, mech);
         if let FaultOutcome::NeedsReclaim { pages } = outcome {
             let mark = promo_watermark(mech.watermarks(TierId::FAST));
-            if refusal_reclaims_at_once(mech, pages)
+            if refusal_reclaims_at_once(mech.pages_per_simulated_page(), pages)
                 && self.kswapd.run_at_once_if_idle(
                     TierId::FAST,
                     pages,
@@ -915,8 +915,8 @@ mod tests {
         );
     }
 
-    /// On a sampled machine a hinting-fault promotion refused on the watermark, finding
-    /// kswapd idle, has it reclaim at once and is tried again
+    /// On a sampled machine a base page's hinting-fault promotion refused on the
+    /// watermark, finding kswapd idle, has it reclaim at once and is tried again
     /// ([`refusal_reclaims_at_once`]); the refusal stays counted. Exactly, nothing is
     /// tried again. Linux tiering and Base+PD, whose kswapd stops at the promotion
     /// watermark, refuse promotions on GUPS; TPP's stops at its higher demotion

@@ -616,8 +616,10 @@ pub struct KswapdStats {
 /// large share of the N attempts too (measured: retrying them made Linux tiering's
 /// THP cells of the `memtis` suite 10-13% slower). See docs/sampling.md, "A refusal
 /// stands for N attempts".
-pub fn refusal_reclaims_at_once(mech: &dyn Mechanisms, unit_pages: u64) -> bool {
-    unit_pages == 1 && mech.pages_per_simulated_page() > 1
+/// `pages_per_simulated_page` is the machine's
+/// ([`Mechanisms::pages_per_simulated_page`]): 1 exact and live.
+pub fn refusal_reclaims_at_once(pages_per_simulated_page: u64, unit_pages: u64) -> bool {
+    unit_pages == 1 && pages_per_simulated_page > 1
 }
 
 /// A kswapd per tier, demoting from that tier to the next.
@@ -906,6 +908,14 @@ mod tests {
         // Below 1 GB the lists are kept at 1:1.
         assert!(inactive_is_low(99, 100, 1));
         assert!(!inactive_is_low(100, 100, 1));
+    }
+
+    #[test]
+    fn only_a_base_page_refused_on_a_sampled_machine_reclaims_at_once() {
+        assert!(!refusal_reclaims_at_once(1, 1), "exact machine");
+        assert!(refusal_reclaims_at_once(64, 1), "base page at 1/64");
+        assert!(!refusal_reclaims_at_once(64, 512), "huge page at 1/64");
+        assert!(!refusal_reclaims_at_once(1, 512), "huge page exactly");
     }
 
     #[test]

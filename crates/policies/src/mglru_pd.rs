@@ -320,7 +320,9 @@ impl MglruPd {
     fn on_hint_fault(&mut self, f: &HintFault, mech: &mut dyn Mechanisms) {
         let mut outcome = self.promotion.on_hint_fault(f, mech);
         if let FaultOutcome::NeedsReclaim { pages } = outcome {
-            if refusal_reclaims_at_once(mech, pages) && self.kswapd_at_once_if_idle(pages, mech) {
+            if refusal_reclaims_at_once(mech.pages_per_simulated_page(), pages)
+                && self.kswapd_at_once_if_idle(pages, mech)
+            {
                 outcome = self.promotion.retry_after_reclaim(f, mech);
             }
         }

@@ -198,9 +198,10 @@ impl Tpp {
         let mut promoted = Promotion::Promoted;
         if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
             self.stats.watermark_failed_pages += pages;
-            let room_after_reclaim = refusal_reclaims_at_once(mech, pages)
-                && self.reclaim_at_once(pages, mech)
-                && migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages);
+            let room_after_reclaim =
+                refusal_reclaims_at_once(mech.pages_per_simulated_page(), pages)
+                    && self.reclaim_at_once(pages, mech)
+                    && migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages);
             if !room_after_reclaim {
                 self.wake_if_unbalanced(fast, pages, mech);
                 return Promotion::Refused;
