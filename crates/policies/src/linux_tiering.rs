@@ -350,17 +350,7 @@ impl TieringPromotion {
             self.stats.watermark_failed_pages += pages;
             FaultOutcome::NeedsReclaim { pages }
         } else {
-            match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
-                Ok(()) => {
-                    self.stats.promoted_pages += pages;
-                    let head = if f.huge { huge_head(f.vpn) } else { f.vpn };
-                    FaultOutcome::Promoted { head, pages }
-                }
-                Err(_) => {
-                    self.stats.migrate_failed_pages += pages;
-                    FaultOutcome::Stayed
-                }
-            }
+            self.promote_now(f, pages, mech)
         };
         let promoted = matches!(outcome, FaultOutcome::Promoted { .. });
         if !promoted {
@@ -385,10 +375,24 @@ impl TieringPromotion {
         if !migrate_balanced(mech.free_pages(fast), mech.watermarks(fast), pages) {
             return FaultOutcome::NeedsReclaim { pages };
         }
-        match mech.migrate(f.pid, f.vpn, fast, MigrateMode::Sync) {
+        let outcome = self.promote_now(f, pages, mech);
+        if matches!(outcome, FaultOutcome::Promoted { .. }) {
+            self.stats.promoted_after_reclaim_pages += pages;
+        }
+        outcome
+    }
+
+    /// `migrate_misplaced_folio` once the fast tier is balanced: move the faulting
+    /// unit (`pages` base pages) to the fast tier synchronously and count the outcome.
+    fn promote_now(
+        &mut self,
+        f: &HintFault,
+        pages: u64,
+        mech: &mut dyn Mechanisms,
+    ) -> FaultOutcome {
+        match mech.migrate(f.pid, f.vpn, TierId::FAST, MigrateMode::Sync) {
             Ok(()) => {
                 self.stats.promoted_pages += pages;
-                self.stats.promoted_after_reclaim_pages += pages;
                 let head = if f.huge { huge_head(f.vpn) } else { f.vpn };
                 FaultOutcome::Promoted { head, pages }
             }

@@ -228,10 +228,7 @@ impl Mechanisms for Machine {
     }
 
     fn as_kthread(&mut self, work: &mut dyn FnMut(&mut dyn Mechanisms)) {
-        let saved = self.payer;
-        self.payer = Payer::Kthread;
-        work(self);
-        self.payer = saved;
+        self.as_kthread_payer(|m| work(m));
     }
 
     fn stall_app_threads(&mut self, ns: u64) {

@@ -407,6 +407,15 @@ impl Machine {
         self.charge(ns * self.event_weight);
     }
 
+    /// Run `f` with the tiering kthread as the payer of whatever it charges, then
+    /// restore the current payer (async migrations, `Mechanisms::as_kthread`).
+    pub(super) fn as_kthread_payer<R>(&mut self, f: impl FnOnce(&mut Machine) -> R) -> R {
+        let saved = std::mem::replace(&mut self.payer, Payer::Kthread);
+        let r = f(self);
+        self.payer = saved;
+        r
+    }
+
     /// Charge `ns` of tiering work to the current payer.
     pub fn charge(&mut self, ns: f64) {
         self.counters.tiering_cpu_ns += ns;

@@ -26,10 +26,7 @@ impl Machine {
         let cost = (self.costs.migrate_fixed_ns + bytes as f64 * self.ns_per_copy_byte)
             * self.event_weight;
         if mode == MigrateMode::Async {
-            let saved = self.payer;
-            self.payer = Payer::Kthread;
-            self.charge(cost);
-            self.payer = saved;
+            self.as_kthread_payer(|m| m.charge(cost));
         } else {
             self.charge(cost);
         }
