@@ -82,8 +82,9 @@ set = ["workload.cache_mib=65536", "workload.nr_objects=64000000", "workload.nr_
 # BFS at faithful time, as the `chrono`, `pet` and `freqtier` suites run it: a 2^25-vertex
 # Kronecker graph (4.3 GiB), 400 searches from 16 computed sources (~8 minutes of
 # machine time all-fast), sampled at 1/64 with strata by mapping (validated by proxy
-# on optane 1:3 and on this machine at 1:32: docs/sampling.md, "Strata by mapping: BFS
-# passes" and "GAP at the freqtier suite's ratios"). HeMem on its paper's 2 MiB
+# on optane 1:3 and on this machine at 1:32, docs/sampling.md "Strata by mapping: BFS
+# passes" and "GAP at the freqtier suite's ratios", and for the policies those proxies
+# did not run, docs/sampling-matrix-graph-default.toml). HeMem on its paper's 2 MiB
 # regions is left out: the sampled fast tier holds about four of them, and the proxy
 # measured it 14.5% off (FreqTier's 4 KiB HeMem passes).
 [[workloads]]
@@ -144,9 +145,9 @@ policy_set = { memtis = ["machine.thp=\"always\""] }
 skip_policies = ["oracle", "oracle-static"]
 
 # BFS at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB), 400 searches from
-# 16 computed sources (~5 minutes of machine time at all-fast speed; docs/workloads.md,
-# "Trials, computed and replayed"), sampled at 1/64 with strata by mapping (validated by
-# proxy, docs/sampling.md "Graph kernels").
+# 16 computed sources (502 s of machine time all-fast; docs/workloads.md, "Trials,
+# computed and replayed"), sampled at 1/64 with strata by mapping (validated by proxy,
+# docs/sampling.md "Strata by mapping: BFS passes").
 [[workloads]]
 name = "graph-bfs"
 set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
@@ -233,7 +234,7 @@ set = ["workload.cache_mib=65536", "workload.nr_objects=64000000", "workload.nr_
 
 # GAP as FreqTier ran it (§VI, Table IV: BC, BFS and CC; PageRank is not among its
 # kernels). BFS and BC at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB; the
-# paper's has 2^31 vertices, 335 GB), about 5 minutes of machine time all-fast (BFS
+# paper's has 2^31 vertices, 335 GB), 502 s and 406 s of machine time all-fast (BFS
 # 400 searches from 16 computed sources, BC 13 trials from 4 computed), sampled at
 # 1/64 by mapping (validated by proxy at 1:32, whose sampled fast tier is the
 # smallest: docs/sampling.md, "GAP at the freqtier suite's ratios"). On `cxl` only:
@@ -302,9 +303,9 @@ name = "ycsb"
 set = ["workload.nr_records=33554432", "workload.nr_ops=930000000", "sim.sample_rate=\"1/64\"", "workload.mix=\"f\""]
 
 # BFS at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB), 400 searches from
-# 16 computed sources (~5 minutes of machine time at all-fast speed; docs/workloads.md,
-# "Trials, computed and replayed"), sampled at 1/64 with strata by mapping (validated by
-# proxy, docs/sampling.md "Graph kernels").
+# 16 computed sources (502 s of machine time all-fast; docs/workloads.md, "Trials,
+# computed and replayed"), sampled at 1/64 with strata by mapping (validated by proxy,
+# docs/sampling.md "Strata by mapping: BFS passes").
 [[workloads]]
 name = "graph-bfs"
 set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
@@ -369,9 +370,9 @@ label = "hot-shift-60s"
 set = ["workload.footprint_mib=15360", "workload.nr_threads=4", "workload.gap_ns=200", "workload.interval_accesses=272000000", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
 
 # BFS at faithful time: a 2^25-vertex Kronecker graph (4.3 GiB), 400 searches from
-# 16 computed sources (~5 minutes of machine time at all-fast speed; docs/workloads.md,
-# "Trials, computed and replayed"), sampled at 1/64 with strata by mapping (validated by
-# proxy, docs/sampling.md "Graph kernels").
+# 16 computed sources (502 s of machine time all-fast; docs/workloads.md, "Trials,
+# computed and replayed"), sampled at 1/64 with strata by mapping (validated by proxy,
+# docs/sampling.md "Strata by mapping: BFS passes").
 [[workloads]]
 name = "graph-bfs"
 set = ["workload.scale=8", "workload.nr_trials=400", "workload.computed_trials=16", "sim.sample_rate=\"1/64\"", "sim.sample_strata=\"mapping\""]
