@@ -182,6 +182,41 @@ impl Future {
     }
 }
 
+/// The page ids chosen for the fast tier: a membership flag per id, and the ids
+/// flagged, so that the next choice clears only those (a sampled 32 GiB mapping is
+/// 8 M ids, and a fresh vector each epoch cost the host a zeroed allocation).
+#[derive(Debug, Default)]
+struct FastSet {
+    member: Vec<bool>,
+    ids: Vec<u32>,
+}
+
+impl FastSet {
+    fn contains(&self, id: u32) -> bool {
+        self.member.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// Empty, with room for `len` ids.
+    fn reset(&mut self, len: usize) {
+        for &id in &self.ids {
+            self.member[id as usize] = false;
+        }
+        self.ids.clear();
+        self.member.resize(len, false);
+    }
+
+    /// Flag `id`, if the mapping has it.
+    fn insert(&mut self, id: usize) {
+        if let Some(s) = self.member.get_mut(id) {
+            if !*s {
+                *s = true;
+                // Below `member.len()`, which page ids (u32) bound.
+                self.ids.push(id as u32);
+            }
+        }
+    }
+}
+
 /// Pick the page units to hold in the fast tier: the hottest by `counts`, up to
 /// `budget_pages` base pages, huge pages counted as 512 with the sum of their subpages'
 /// counts. A page not resident yet counts in the unit its first touch will get
@@ -189,15 +224,16 @@ impl Future {
 /// subpages whose huge pages then fill the fast tier with their cold neighbours.
 /// `touched` lists, in increasing order, every id whose count is not zero: only those
 /// can make a unit, so the choice costs what the epoch touched, not what the workload
-/// maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Returns a per-id
-/// membership vector and the base pages it holds.
+/// maps (a sampled 32 GiB mapping is 8 M ids, most never touched). Fills `set` and
+/// returns the base pages it holds.
 fn choose_fast_set(
     counts: &[u32],
     touched: &[u32],
     ids: &PageIds,
     mech: &dyn Mechanisms,
     budget_pages: u64,
-) -> (Vec<bool>, u64) {
+    set: &mut FastSet,
+) -> u64 {
     // (count, id of the unit head, pages)
     let mut units: Vec<(u64, u32, u64)> = Vec::new();
     // The huge unit last added: touched ids come in order, so a unit's subpages meet it
@@ -232,7 +268,7 @@ fn choose_fast_set(
     }
     // Hottest first; ties by id so the choice is deterministic.
     units.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut set = vec![false; ids.len()];
+    set.reset(ids.len());
     let mut used = 0;
     for (_, id, pages) in units {
         if used + pages > budget_pages {
@@ -240,12 +276,10 @@ fn choose_fast_set(
         }
         used += pages;
         for k in 0..pages as usize {
-            if let Some(s) = set.get_mut(id as usize + k) {
-                *s = true;
-            }
+            set.insert(id as usize + k);
         }
     }
-    (set, used)
+    used
 }
 
 /// Move resident pages so that the chosen set of `set_pages` base pages (as far as it
@@ -259,7 +293,7 @@ fn choose_fast_set(
 /// application, the next window was smaller still, and a 50-thread pmbench run never
 /// ended.)
 fn rebalance(
-    set: &[bool],
+    set: &FastSet,
     set_pages: u64,
     counts: &[u32],
     ids: &PageIds,
@@ -272,7 +306,7 @@ fn rebalance(
     for &(base, pid, start, nr, _) in &ids.starts {
         mech.walk_pages(pid, start, nr, &mut |vpn, info| {
             let id = base + (vpn.max(start) - start) as u32;
-            let want = set.get(id as usize).copied().unwrap_or(false);
+            let want = set.contains(id);
             let count = counts.get(id as usize).copied().unwrap_or(0);
             let pages = if info.huge { SUBPAGES_PER_HUGE } else { 1 };
             if info.tier.is_fast() {
@@ -364,7 +398,7 @@ pub struct Oracle {
     counts: Vec<u32>,
     /// The ids whose count is not zero, in increasing order.
     touched: Vec<u32>,
-    set: Vec<bool>,
+    set: FastSet,
     last_epoch_start: Option<u64>,
     evictable: VecDeque<(Pid, Vpn)>,
     epochs: u64,
@@ -380,7 +414,7 @@ impl Oracle {
             buf_start: 0,
             counts: Vec::new(),
             touched: Vec::new(),
-            set: Vec::new(),
+            set: FastSet::default(),
             last_epoch_start: None,
             evictable: VecDeque::new(),
             epochs: 0,
@@ -432,14 +466,14 @@ impl Oracle {
         let Some(fut) = self.future.as_ref() else {
             return;
         };
-        let (set, set_pages) = choose_fast_set(
+        let set_pages = choose_fast_set(
             &self.counts,
             &self.touched,
             &fut.ids,
             mech,
             fast_budget(mech),
+            &mut self.set,
         );
-        self.set = set;
         rebalance(&self.set, set_pages, &self.counts, &fut.ids, mech);
         self.evictable.clear();
         self.epochs += 1;
@@ -471,8 +505,7 @@ impl Policy for Oracle {
                     .future
                     .as_ref()
                     .and_then(|f| f.ids.id(pid.index(), vpn))
-                    .and_then(|id| self.set.get(id as usize).copied())
-                    .unwrap_or(false);
+                    .is_some_and(|id| self.set.contains(id));
                 place_new(pid, vpn, tier, wanted, &mut self.evictable, mech);
             }
             _ => {}
@@ -490,7 +523,7 @@ impl Policy for Oracle {
 /// The whole-run clairvoyant placement.
 pub struct OracleStatic {
     ids: PageIds,
-    set: Vec<bool>,
+    set: FastSet,
     evictable: VecDeque<(Pid, Vpn)>,
     workload: Option<Box<dyn Workload>>,
 }
@@ -500,7 +533,7 @@ impl OracleStatic {
     pub fn new(workload: Option<Box<dyn Workload>>) -> OracleStatic {
         OracleStatic {
             ids: PageIds::default(),
-            set: Vec::new(),
+            set: FastSet::default(),
             evictable: VecDeque::new(),
             workload,
         }
@@ -536,7 +569,14 @@ impl Policy for OracleStatic {
             .collect();
         // No page exists yet: with THP, the choice counts the 2 MiB units first touches
         // will allocate (choose_fast_set).
-        self.set = choose_fast_set(&counts, &touched, &fut.ids, mech, fast_budget(mech)).0;
+        choose_fast_set(
+            &counts,
+            &touched,
+            &fut.ids,
+            mech,
+            fast_budget(mech),
+            &mut self.set,
+        );
         self.ids = fut.ids;
     }
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
@@ -544,8 +584,7 @@ impl Policy for OracleStatic {
             let wanted = self
                 .ids
                 .id(pid.index(), vpn)
-                .and_then(|id| self.set.get(id as usize).copied())
-                .unwrap_or(false);
+                .is_some_and(|id| self.set.contains(id));
             place_new(pid, vpn, tier, wanted, &mut self.evictable, mech);
         }
     }

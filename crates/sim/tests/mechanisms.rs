@@ -568,6 +568,53 @@ fn placement_epochs_measure_the_fast_tier_against_the_epochs_hot_set() {
 }
 
 #[test]
+fn a_placement_epochs_hot_set_breaks_ties_in_address_order() {
+    // An epoch that reads every one of 4096 pages once and the last 96 a second time,
+    // on a fast tier of 2048 pages: the hot set is the 96 read twice, then the lowest
+    // 1952 addresses among the pages read once. The pages are first touched from the
+    // top down, so the fast tier holds high addresses and the ties it does not hold
+    // come first.
+    let mut ops: Vec<Op> = (0..4096).rev().map(|i| write(page(i), 0)).collect();
+    ops.push(read(page(0), 15 * NS_PER_MS as u32));
+    ops.extend((1..4096).map(|i| read(page(i), 0)));
+    ops.extend((4000..4096).map(|i| read(page(i), 0)));
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let sim = SimConfig {
+        epoch_ms: 10,
+        heatmap_bins: 4,
+        ..SimConfig::default()
+    };
+    let log = Arc::new(Mutex::new(Log::default()));
+    let (out, m) = run(
+        &small_machine(8, 64),
+        &sim,
+        Box::new(Recorder::new(log)),
+        Box::new(w),
+    );
+    let last = out.placement.epochs.last().unwrap();
+    let budget = 8 * MIB / 4096;
+    let hot = |i: u64| i >= 4000 || i < budget - 96;
+    let fast = |i: u64| {
+        m.page(Pid(0), page(i) >> PAGE_SHIFT)
+            .is_some_and(|p| p.tier.is_fast())
+    };
+    let hot_in_fast = (0..4096).filter(|&i| hot(i) && fast(i)).count() as u64;
+    assert_eq!(last.hot_pages, budget);
+    assert_eq!(last.fast_pages, m.used_pages(TierId(0)));
+    assert!(
+        hot_in_fast > 0 && hot_in_fast < budget,
+        "the test needs a mixed hot set: {hot_in_fast}"
+    );
+    assert!(
+        (last.recall - hot_in_fast as f64 / budget as f64).abs() < 1e-9,
+        "{last:?}, {hot_in_fast} hot pages in the fast tier"
+    );
+    // 4 bins of the 8192 mapped pages: the reads fall in the first two.
+    let heat = out.placement.heat.last().unwrap();
+    assert_eq!(heat, &vec![2048, 2048 + 96, 0, 0]);
+}
+
+#[test]
 fn policy_time_scale_shortens_every_policy_time_constant() {
     // A timer at policy time 10 ms fires at machine time 1 ms with scale 10, and a
     // page armed then and touched 2 ms (machine) later shows a 20 ms latency.

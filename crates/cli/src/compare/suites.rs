@@ -109,7 +109,7 @@ name = "btree"
     },
     Suite {
         name: "chrono",
-        description: "Chrono (EuroSys'25): pmbench (50 tasks x 5 GiB, stride 2), the 50-process ladder (50 x 5 GiB), Graph500-like BFS (5 minutes of machine time each, sampled), YCSB at 25% fast on optane; Linux-NB as v5.18 (linux-nb) beside v6.x linux-tiering; MEMTIS with THP but on BFS",
+        description: "Chrono (EuroSys'25): pmbench (50 tasks x 5 GiB, stride 2), the 50-process ladder (50 x 5 GiB), Graph500-like BFS (5 to 8 minutes of machine time each at all-fast speed, sampled), YCSB at 25% fast on optane; Linux-NB as v5.18 (linux-nb) beside v6.x linux-tiering; MEMTIS with THP but on BFS",
         toml: r#"
 # Chrono compares with Linux v5.18's NUMA-balancing tiering (§5, "Linux-NB"):
 # linux-nb. linux-tiering, the v6.x mode with hot-page selection, runs beside it.
@@ -203,7 +203,7 @@ set = ["workload.scale=0.5"]
     },
     Suite {
         name: "freqtier",
-        description: "FreqTier: CacheLib (64 GiB, 4 threads, 5 minutes of machine time, sampled) at 1:32, 1:16, 1:8 on cxl and at 1:8 on cxl-lowbw; GAP BFS and BC (2^25 vertices, ~5 minutes, sampled) on cxl; XGBoost (24 Mi rows, 37 rounds, ~5 minutes, sampled); GAP CC (2^25 vertices, ~5 minutes, sampled page by page with its hottest pages in time) on cxl; HeMem on 4 KiB pages as FreqTier's; tiering threads on the app's CPUs",
+        description: "FreqTier: CacheLib (64 GiB, 4 threads, 5 minutes of machine time, sampled) at 1:32, 1:16, 1:8 on cxl and at 1:8 on cxl-lowbw; GAP BFS and BC (2^25 vertices, 8 and 7 minutes all-fast, sampled) on cxl; XGBoost (24 Mi rows, 37 rounds, ~5 minutes, sampled); GAP CC (2^25 vertices, ~5 minutes, sampled page by page with its hottest pages in time) on cxl; HeMem on 4 KiB pages as FreqTier's; tiering threads on the app's CPUs",
         toml: r#"
 policies = ["freqtier", "linux-tiering-mglru", "autonuma", "tpp", "hemem", "linux-tiering"]
 ratios = ["1:32", "1:16", "1:8"]
@@ -275,7 +275,7 @@ set = ["workload.scale=8", "workload.nr_rounds=37", "workload.computed_rounds=2"
     },
     Suite {
         name: "multiclock",
-        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP BFS, PageRank and CC (about 5 minutes of machine time each, sampled) on optane, against static tiering, Nimble and AutoTiering",
+        description: "MULTI-CLOCK (HPCA'22): YCSB A-F and GAP BFS, PageRank and CC (5 to 8 minutes of machine time each at all-fast speed, sampled) on optane, against static tiering, Nimble and AutoTiering",
         toml: r#"
 policies = ["multiclock", "nimble", "first-touch", "autotiering", "autotiering-cpm"]
 ratios = ["1:3"]
@@ -330,7 +330,7 @@ set = ["workload.scale=8", "workload.nr_trials=53", "workload.computed_trials=2"
     },
     Suite {
         name: "pet",
-        description: "PET (EuroSys'25): a mix of five processes (80 GiB, 5 minutes of machine time, sampled), a memory-bound hot-set shift (60 s per position, 30 min of machine time, sampled), BFS (5 minutes, sampled), on optane, with the working set fitting in fast memory and 1.5x oversubscribed",
+        description: "PET (EuroSys'25): a mix of five processes (80 GiB, 5 minutes of machine time, sampled), a memory-bound hot-set shift (60 s per position, 30 min of machine time, sampled), BFS (8 minutes all-fast, sampled), on optane, with the working set fitting in fast memory and 1.5x oversubscribed",
         toml: r#"
 policies = ["pet", "linux-tiering", "tpp", "autotiering", "damon-tiering", "memtis", "mglru-pd", "thermostat"]
 # The paper's two setups (§5.2): the working set fits (~45 GB in 64 GB of DRAM: a fast

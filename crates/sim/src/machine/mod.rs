@@ -174,6 +174,9 @@ pub struct Machine {
     /// Size of each placement epoch's hot set, pages: the compared machine's fast tier
     /// (`ResolvedTiers::hot_set_pages`, shrunk when sampled).
     hot_set_pages: u64,
+    /// The pages a placement epoch found accessed, kept from one epoch to the next so
+    /// that each epoch does not ask the host for fresh (zeroed) memory.
+    pub(crate) placement_scratch: placement::EpochScratch,
     /// The regions a sampled run simulates; scans skip the others.
     pub(crate) sampler: RegionSampler,
 }
@@ -335,6 +338,7 @@ impl Machine {
             } else {
                 shrink_pages(p.tiers.hot_set_pages, rate).max(1)
             },
+            placement_scratch: placement::EpochScratch::default(),
             sampler: p.sampler,
             costs: p.costs,
             thp: p.thp == ThpMode::Always,

@@ -18,47 +18,43 @@ pub struct EpochPlacement {
     pub heat: Vec<u64>,
 }
 
+/// One page a placement epoch found accessed: its heat-map bin, its count and whether
+/// it is in the fast tier.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TouchedPage {
+    bin: u32,
+    count: u16,
+    fast: bool,
+}
+
+/// Buffers [`Machine::placement_epoch`] reuses from one epoch to the next.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EpochScratch {
+    /// The epoch's accessed pages, in address order.
+    touched: Vec<TouchedPage>,
+    /// Their counts, reordered to find the hot set's threshold.
+    counts: Vec<u16>,
+}
+
 impl Machine {
     /// Close a placement epoch: measure, then reset the per-page epoch counters.
+    ///
+    /// One pass over the kept pages collects the accessed ones (most pages of a large
+    /// sampled footprint see no access in an epoch); the hot set and the heat map are
+    /// then made from those alone. A page with no access is never hot.
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
         let budget = self.hot_set_pages;
-        let sampler = &self.sampler;
+        let bins = bins.max(1);
         let total_pages: u64 = self
             .spaces
             .iter()
             .flat_map(|s| s.vmas.iter())
             .map(|v| v.vma.nr_pages)
             .sum();
-        let mut counts: Vec<u16> = Vec::new();
-        for (pid, s) in self.spaces.iter().enumerate() {
-            for v in &s.vmas {
-                for_sampled_chunks(sampler, pid as u32, v, |range| {
-                    counts.extend(
-                        v.pages[range]
-                            .iter()
-                            .map(|p| p.epoch_accesses)
-                            .filter(|&c| c > 0),
-                    );
-                });
-            }
-        }
-        // Hot set: counts above the threshold, plus ties at it in address order.
-        let (threshold, mut tie_room) = if (counts.len() as u64) <= budget {
-            (1u16, u64::MAX)
-        } else {
-            let k = counts.len() - budget as usize;
-            let (_, t, _) = counts.select_nth_unstable(k);
-            let t = *t;
-            let above = counts.iter().filter(|&&c| c > t).count() as u64;
-            (t, budget - above)
-        };
-        let bins = bins.max(1);
-        let mut out = EpochPlacement {
-            hot_pages: 0,
-            fast_pages: 0,
-            hot_in_fast: 0,
-            heat: vec![0; bins],
-        };
+        let sampler = &self.sampler;
+        let EpochScratch { touched, counts } = &mut self.placement_scratch;
+        touched.clear();
+        let mut fast_pages = 0u64;
         // Pages of all processes in address order, for the heat map's bins.
         let mut vma_base = 0u64;
         let mut chunks = Vec::new();
@@ -71,24 +67,45 @@ impl Machine {
                 for range in chunks.drain(..) {
                     let first = base + range.start as u64;
                     for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
-                        let c = p.epoch_accesses;
                         let fast = p.tier() == 0;
-                        let hot = c > threshold
-                            || (c == threshold && c > 0 && tie_room > 0 && {
-                                tie_room -= 1;
-                                true
-                            });
-                        out.fast_pages += fast as u64;
-                        out.hot_pages += hot as u64;
-                        out.hot_in_fast += (hot && fast) as u64;
-                        if c > 0 {
-                            out.heat[(index * bins as u64 / total_pages.max(1)) as usize] +=
-                                c as u64;
+                        fast_pages += fast as u64;
+                        let count = p.epoch_accesses;
+                        if count > 0 {
+                            let bin = (index * bins as u64 / total_pages.max(1)) as u32;
+                            touched.push(TouchedPage { bin, count, fast });
+                            p.epoch_accesses = 0;
                         }
-                        p.epoch_accesses = 0;
                     }
                 }
             }
+        }
+        // Hot set: counts above the threshold, plus ties at it in address order.
+        let (threshold, mut tie_room) = if (touched.len() as u64) <= budget {
+            (1u16, u64::MAX)
+        } else {
+            counts.clear();
+            counts.extend(touched.iter().map(|t| t.count));
+            let k = counts.len() - budget as usize;
+            let (_, t, _) = counts.select_nth_unstable(k);
+            let t = *t;
+            let above = counts.iter().filter(|&&c| c > t).count() as u64;
+            (t, budget - above)
+        };
+        let mut out = EpochPlacement {
+            hot_pages: 0,
+            fast_pages,
+            hot_in_fast: 0,
+            heat: vec![0; bins],
+        };
+        for t in touched.iter() {
+            let hot = t.count > threshold
+                || (t.count == threshold && tie_room > 0 && {
+                    tie_room -= 1;
+                    true
+                });
+            out.hot_pages += hot as u64;
+            out.hot_in_fast += (hot && t.fast) as u64;
+            out.heat[t.bin as usize] += t.count as u64;
         }
         out
     }
