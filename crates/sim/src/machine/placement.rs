@@ -21,7 +21,7 @@ pub struct EpochPlacement {
 /// One page a placement epoch found accessed: its heat-map bin, its count and whether
 /// it is in the fast tier.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TouchedPage {
+struct TouchedPage {
     bin: u32,
     count: u16,
     fast: bool,
