@@ -60,6 +60,12 @@ impl Watermarks {
             high: high as f64,
         }
     }
+
+    /// The whole pages of `pages` above `mark` (one of these watermarks, fractional on
+    /// a sampled tier), or 0 below it: what a budget may use without crossing the mark.
+    pub fn whole_pages_above(pages: u64, mark: f64) -> u64 {
+        (pages as f64 - mark).max(0.0) as u64
+    }
 }
 
 /// What a policy can learn about one resident page.
@@ -318,4 +324,18 @@ pub trait Mechanisms {
     /// page in `tier` (khugepaged). All must be resident in one VMA. Cost: a copy of
     /// 2 MiB plus the fixed cost.
     fn collapse_huge(&mut self, pid: Pid, vpn: Vpn, tier: TierId) -> Result<(), MigrateError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_pages_above_a_fractional_mark_are_floored_and_never_negative() {
+        assert_eq!(Watermarks::whole_pages_above(10, 2.5), 7);
+        assert_eq!(Watermarks::whole_pages_above(10, 3.0), 7);
+        assert_eq!(Watermarks::whole_pages_above(10, 0.0), 10);
+        assert_eq!(Watermarks::whole_pages_above(2, 2.5), 0);
+        assert_eq!(Watermarks::whole_pages_above(0, 0.0), 0);
+    }
 }

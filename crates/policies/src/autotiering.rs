@@ -405,8 +405,10 @@ impl Autotiering {
     /// Base pages of the pool, after giving back what first-touch allocations took: the
     /// simulator cannot hold pool pages off its allocator.
     fn pool_pages(&mut self, mech: &dyn Mechanisms) -> u64 {
-        let avail = (mech.free_pages(TierId::FAST) as f64 - mech.watermarks(TierId::FAST).min)
-            .max(0.0) as u64;
+        let avail = Watermarks::whole_pages_above(
+            mech.free_pages(TierId::FAST),
+            mech.watermarks(TierId::FAST).min,
+        );
         while self.pool[0] + self.pool[1] * SUBPAGES_PER_HUGE > avail {
             if self.pool[1] > 0 {
                 self.pool[1] -= 1;

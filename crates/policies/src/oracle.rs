@@ -359,7 +359,7 @@ fn rebalance(
 /// first-touch allocations keep finding room as they would under kswapd.
 fn fast_budget(mech: &dyn Mechanisms) -> u64 {
     let cap = mech.tiers()[0].capacity_pages;
-    (cap as f64 - mech.watermarks(TierId::FAST).high).max(0.0) as u64
+    Watermarks::whole_pages_above(cap, mech.watermarks(TierId::FAST).high)
 }
 
 /// When a page is allocated: bring it to the fast tier if it belongs there (making

@@ -783,7 +783,7 @@ impl Chrono {
         }
         self.refresh_rss(mech);
         let fast = TierId::FAST;
-        let free = (mech.free_pages(fast) as f64 - mech.watermarks(fast).high).max(0.0) as u64;
+        let free = Watermarks::whole_pages_above(mech.free_pages(fast), mech.watermarks(fast).high);
         self.dcsc_retune(now, free);
         self.sample_victims(mech);
         mech.schedule(
