@@ -39,9 +39,9 @@ pub(crate) struct EpochScratch {
 impl Machine {
     /// Close a placement epoch: measure, then reset the per-page epoch counters.
     ///
-    /// One pass over the kept pages collects the accessed ones (most pages of a large
-    /// sampled footprint see no access in an epoch); the hot set and the heat map are
-    /// then made from those alone. A page with no access is never hot.
+    /// One pass over the kept pages collects the accessed ones; the hot set and the
+    /// heat map are then made from those alone (a page with no access is never hot).
+    /// Two passes over every kept page took a fifth of a CacheLib run at 1/8 (3 M pages).
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
         let budget = self.hot_set_pages;
         let bins = bins.max(1);
