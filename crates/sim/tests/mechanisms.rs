@@ -529,6 +529,28 @@ fn promotion_into_a_full_fast_tier_fails() {
     assert!(out.summary.failed_migrations > 0);
 }
 
+/// `ops` over one 32 MiB mapping on an 8 MiB fast tier, under a policy that moves
+/// nothing, with placement epochs of `epoch_ms` and a heat map of `bins` bins.
+fn run_placement_epochs(
+    ops: Vec<Op>,
+    epoch_ms: u64,
+    bins: usize,
+) -> (tierkit_sim::RunOutput, tierkit_sim::machine::Machine) {
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let sim = SimConfig {
+        epoch_ms,
+        heatmap_bins: bins,
+        ..SimConfig::default()
+    };
+    let log = Arc::new(Mutex::new(Log::default()));
+    run(
+        &small_machine(8, 64),
+        &sim,
+        Box::new(Recorder::new(log)),
+        Box::new(w),
+    )
+}
+
 #[test]
 fn placement_epochs_measure_the_fast_tier_against_the_epochs_hot_set() {
     // Fill past the fast tier, then in a later epoch hammer 100 slow pages and 100
@@ -539,19 +561,7 @@ fn placement_epochs_measure_the_fast_tier_against_the_epochs_hot_set() {
         ops.extend((2100..2200).map(|i| read(page(i), 0)));
         ops.extend((0..100).map(|i| read(page(i), 0)));
     }
-    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
-    let sim = SimConfig {
-        epoch_ms: 2,
-        heatmap_bins: 8,
-        ..SimConfig::default()
-    };
-    let log = Arc::new(Mutex::new(Log::default()));
-    let (out, m) = run(
-        &small_machine(8, 64),
-        &sim,
-        Box::new(Recorder::new(log)),
-        Box::new(w),
-    );
+    let (out, m) = run_placement_epochs(ops, 2, 8);
     let last = out.placement.epochs.last().unwrap();
     assert_eq!(last.hot_pages, 200);
     assert_eq!(last.fast_pages, m.used_pages(TierId(0)));
@@ -578,19 +588,7 @@ fn a_placement_epochs_hot_set_breaks_ties_in_address_order() {
     ops.push(read(page(0), 15 * NS_PER_MS as u32));
     ops.extend((1..4096).map(|i| read(page(i), 0)));
     ops.extend((4000..4096).map(|i| read(page(i), 0)));
-    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
-    let sim = SimConfig {
-        epoch_ms: 10,
-        heatmap_bins: 4,
-        ..SimConfig::default()
-    };
-    let log = Arc::new(Mutex::new(Log::default()));
-    let (out, m) = run(
-        &small_machine(8, 64),
-        &sim,
-        Box::new(Recorder::new(log)),
-        Box::new(w),
-    );
+    let (out, m) = run_placement_epochs(ops, 10, 4);
     let last = out.placement.epochs.last().unwrap();
     let budget = 8 * MIB / 4096;
     let hot = |i: u64| i >= 4000 || i < budget - 96;
