@@ -5,9 +5,11 @@ use crate::run_config::RunConfig;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use tierkit_core::future::FutureTape;
 use tierkit_core::Workload;
+use tierkit_sim::future::FutureView;
 use tierkit_sim::{RunLabels, RunOutput, Simulation};
 use tierkit_workloads::recorded::Recording;
 
@@ -30,6 +32,48 @@ pub fn record_workload(cfg: &RunConfig, max_bytes: u64) -> Option<Arc<Recording>
         max_bytes,
     )
     .map(Arc::new)
+}
+
+/// A recording and the futures its clairvoyant references share: for each view of
+/// the stream that more than one of its runs reads (a machine's LLC and the runs'
+/// length: `oracle` and `oracle-static`, at each ratio of a machine), one
+/// [`FutureTape`], read by the first run that needs it. A tape is kept only if it
+/// takes no more memory than the recording (4 bytes per memory access): held
+/// recordings stay within the recording budget, so their tapes within as much again.
+/// Only how long a comparison takes depends on any of this, never its results.
+pub struct RecordedStreams {
+    recording: Arc<Recording>,
+    futures: Vec<(FutureView, OnceLock<Option<Arc<FutureTape>>>)>,
+}
+
+impl RecordedStreams {
+    /// `recording`, with a shared future for each of `shared_views`.
+    pub fn new(recording: Arc<Recording>, shared_views: Vec<FutureView>) -> RecordedStreams {
+        RecordedStreams {
+            recording,
+            futures: shared_views
+                .into_iter()
+                .map(|v| (v, OnceLock::new()))
+                .collect(),
+        }
+    }
+
+    /// Bytes the recording takes.
+    pub fn encoded_bytes(&self) -> u64 {
+        self.recording.encoded_bytes()
+    }
+
+    /// The tape of `view`, read now if no run has read it yet; `None` if the view is
+    /// not shared or its tape would outgrow the recording.
+    fn shared_future(&self, view: &FutureView) -> Option<Arc<FutureTape>> {
+        let (_, tape) = self.futures.iter().find(|(v, _)| v == view)?;
+        tape.get_or_init(|| {
+            let max_bytes = self.recording.encoded_bytes();
+            FutureTape::read_within(view.of(Box::new(self.recording.replay())), max_bytes)
+                .map(Arc::new)
+        })
+        .clone()
+    }
 }
 
 /// How many bytes a recording may take on this host: `TIERKIT_RECORDING_BUDGET_MIB`
@@ -55,17 +99,18 @@ pub fn default_recording_budget() -> Result<u64> {
         .map_or(2 << 30, |kib| kib * 1024 / 3))
 }
 
-/// Like [`simulate`], replaying `recording` (made by [`record_workload`] for a run
-/// with the same workload, seed and sample rate) instead of generating the workload.
+/// Like [`simulate`], replaying `streams` (recorded by [`record_workload`] for a run
+/// with the same workload, seed and sample rate) instead of generating the workload,
+/// and reading a clairvoyant reference's future from the tape it shares, if any.
 /// The results are byte-identical either way.
 pub fn simulate_with(
     cfg: &RunConfig,
     show_progress: bool,
-    recording: Option<&Arc<Recording>>,
+    streams: Option<&Arc<RecordedStreams>>,
 ) -> Result<RunOutput> {
-    let stream: Box<dyn Fn() -> Box<dyn Workload>> = match recording {
-        Some(rec) => {
-            let rec = Arc::clone(rec);
+    let stream: Box<dyn Fn() -> Box<dyn Workload>> = match streams {
+        Some(s) => {
+            let rec = Arc::clone(&s.recording);
             Box::new(move || Box::new(rec.replay()) as Box<dyn Workload>)
         }
         None => {
@@ -81,7 +126,14 @@ pub fn simulate_with(
     let workload = stream();
     // A clairvoyant policy reads the future of that stream as the run will consume
     // it: up to where the run stops, as memory will see it.
-    let view = tierkit_sim::future::FutureView::new(&cfg.machine, &cfg.sim)?;
+    let view = FutureView::new(&cfg.machine, &cfg.sim)?;
+    let shared_future: Option<Box<dyn Fn() -> Option<Arc<FutureTape>>>> = match streams {
+        Some(s) if s.futures.iter().any(|(v, _)| *v == view) => {
+            let s = Arc::clone(s);
+            Some(Box::new(move || s.shared_future(&view)))
+        }
+        _ => None,
+    };
     let fresh: Box<dyn Fn() -> Box<dyn Workload>> = Box::new(move || view.of(stream()));
     // Only a progress bar needs the length: for some workloads (a graph kernel's
     // replayed trials) the count is a whole pass of the program.
@@ -93,6 +145,7 @@ pub fn simulate_with(
     let ctx = tierkit_core::BuildContext {
         space_scale: cfg.sim.sample_rate.scale(),
         fresh_workload: Some(fresh),
+        shared_future,
     };
     let policy = cfg.policy.try_build(&ctx).map_err(|e| anyhow::anyhow!(e))?;
     let labels = RunLabels {
@@ -376,15 +429,27 @@ mod tests {
 
     /// Generate once, replay many (issue 15): a run replaying a recording gives the
     /// same outputs, byte for byte, as a run generating its workload — exact and
-    /// sampled, and for a clairvoyant policy that reads the future from the replay.
+    /// sampled, and for a clairvoyant policy that reads the future from the replay or
+    /// from the tape its references share.
     #[test]
     fn replayed_runs_equal_generated_runs() {
         for rate in ["1", "1/8"] {
-            let rec = record_workload(&cfg("first-touch", rate), u64::MAX).unwrap();
-            for policy in ["first-touch", "oracle", "linux-tiering"] {
+            let first = cfg("first-touch", rate);
+            let rec = record_workload(&first, u64::MAX).unwrap();
+            let view = FutureView::new(&first.machine, &first.sim).unwrap();
+            let alone = Arc::new(RecordedStreams::new(Arc::clone(&rec), Vec::new()));
+            let shared = Arc::new(RecordedStreams::new(rec, vec![view]));
+            for policy in ["first-touch", "oracle", "oracle-static", "linux-tiering"] {
                 let c = cfg(policy, rate);
                 let a = simulate(&c, false).unwrap();
-                let b = simulate_with(&c, false, Some(&rec)).unwrap();
+                let b = simulate_with(&c, false, Some(&alone)).unwrap();
+                let t = simulate_with(&c, false, Some(&shared)).unwrap();
+                assert_eq!(
+                    serde_json::to_string(&a.summary).unwrap(),
+                    serde_json::to_string(&t.summary).unwrap(),
+                    "{policy} at {rate}, the future shared"
+                );
+                assert_eq!(a.series.to_csv(), t.series.to_csv(), "{policy} at {rate}");
                 assert_eq!(
                     serde_json::to_string(&a.summary).unwrap(),
                     serde_json::to_string(&b.summary).unwrap(),
@@ -392,6 +457,13 @@ mod tests {
                 );
                 assert_eq!(a.series.to_csv(), b.series.to_csv(), "{policy} at {rate}");
             }
+            // The references read the tape, not a stream each: the test covers the
+            // shared path only if the tape fits beside its recording.
+            let tape = shared.futures[0]
+                .1
+                .get()
+                .expect("a reference read the tape");
+            assert!(tape.is_some(), "at {rate}: the tape outgrew the recording");
         }
     }
 }

@@ -23,6 +23,8 @@
 //!   simulator's and the generators' large arrays use; they change speed, never a result.
 //! - [`error`]: [`ConfigError`](error::ConfigError), the error of every configuration
 //!   check (policies, workloads, machine, daemon).
+//! - [`future`]: the future of a run's memory accesses as page ids, which only the
+//!   simulator's clairvoyant references read.
 //!
 //! The interface deliberately carries no simulator knowledge: a policy never sees
 //! the access stream itself, only what a kernel could observe (hinting faults, sampled
@@ -31,6 +33,7 @@
 #[doc(hidden)]
 pub mod doc_tables;
 pub mod error;
+pub mod future;
 pub mod host;
 pub mod mechanisms;
 pub mod policy;

@@ -177,4 +177,12 @@ pub struct BuildContext {
     /// it, to read the future; `None` where the workload cannot be replayed (a live
     /// process).
     pub fresh_workload: Option<Box<dyn Fn() -> Box<dyn crate::workload::Workload>>>,
+    /// The same future read once and shared with every run of a comparison that
+    /// consumes the same stream on the same LLC (`oracle` and `oracle-static` at each
+    /// of a machine's ratios): reading it is a second replay of the stream through a
+    /// second LLC model, as costly as the run's own. `None`, or a call that returns
+    /// `None` (a tape too large to keep), where no one shares it: a reference then
+    /// reads [`BuildContext::fresh_workload`].
+    #[allow(clippy::type_complexity)]
+    pub shared_future: Option<Box<dyn Fn() -> Option<std::sync::Arc<crate::future::FutureTape>>>>,
 }

@@ -23,7 +23,7 @@ pub(crate) fn run_registered(
     };
     let ctx = BuildContext {
         space_scale: sim.sample_rate.scale(),
-        fresh_workload: None,
+        ..BuildContext::default()
     };
     let policy = crate::PolicyConfig::default_for(name)
         .expect("registered")

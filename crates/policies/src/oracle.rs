@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+use tierkit_core::future::{Future, PageIds, StreamedFuture, TapeReader};
 use tierkit_core::*;
 
 /// `oracle` parameters.
@@ -52,135 +53,6 @@ impl OracleConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OracleStaticConfig {}
-
-/// Dense ids for every page the workload maps, in order of mapping, so per-page
-/// counts are plain vectors.
-#[derive(Debug, Default)]
-struct PageIds {
-    /// Per process: (start vpn, pages, first id), sorted by start.
-    ranges: Vec<Vec<(Vpn, u64, u32)>>,
-    /// (first id, pid, start vpn, pages, kind), one entry per mapping.
-    starts: Vec<(u32, Pid, Vpn, u64, VmaKind)>,
-    next: u32,
-}
-
-impl PageIds {
-    fn map(&mut self, pid: usize, start: Vpn, nr: u64, kind: VmaKind) {
-        if self.ranges.len() <= pid {
-            self.ranges.resize(pid + 1, Vec::new());
-        }
-        let r = &mut self.ranges[pid];
-        let at = r.partition_point(|&(s, _, _)| s < start);
-        // A remapped range keeps its old ids where they overlap; new pages get new ids.
-        r.insert(at, (start, nr, self.next));
-        self.starts
-            .push((self.next, Pid(pid as u32), start, nr, kind));
-        self.next = self
-            .next
-            .checked_add(nr as u32)
-            .expect("fewer than 2^32 pages");
-    }
-
-    #[inline]
-    fn id(&self, pid: usize, vpn: Vpn) -> Option<u32> {
-        let r = self.ranges.get(pid)?;
-        let i = r.partition_point(|&(s, _, _)| s <= vpn).checked_sub(1)?;
-        let (s, n, base) = r[i];
-        (vpn < s + n).then(|| base + (vpn - s) as u32)
-    }
-
-    /// The mapping `id` belongs to: `(first id, pid, start vpn, pages, kind)`.
-    fn entry_of(&self, id: u32) -> Option<&(u32, Pid, Vpn, u64, VmaKind)> {
-        // Entries are appended with increasing first ids.
-        let i = self.starts.partition_point(|e| e.0 <= id).checked_sub(1)?;
-        let e = &self.starts[i];
-        (((id - e.0) as u64) < e.3).then_some(e)
-    }
-
-    fn len(&self) -> usize {
-        self.next as usize
-    }
-}
-
-/// The workload's future, read in the engine's order for a single thread and
-/// round-robin by batch across threads.
-struct Future {
-    workload: Box<dyn Workload>,
-    ids: PageIds,
-    live: Vec<(usize, usize)>,
-    turn: usize,
-    batch: Vec<Op>,
-    pos: usize,
-}
-
-impl Future {
-    fn new(mut workload: Box<dyn Workload>) -> Future {
-        let shape = workload.shape();
-        let mut ids = PageIds::default();
-        let mut live = Vec::new();
-        let mut buf = Vec::new();
-        for (p, proc) in shape.processes.iter().enumerate() {
-            buf.clear();
-            workload.prologue(p, &mut buf);
-            for op in &buf {
-                if let Op::Mmap { addr, len, kind } = *op {
-                    ids.map(p, addr >> PAGE_SHIFT, len >> PAGE_SHIFT, kind);
-                }
-            }
-            for t in 0..proc.nr_threads as usize {
-                live.push((p, t));
-            }
-        }
-        Future {
-            workload,
-            ids,
-            live,
-            turn: 0,
-            batch: Vec::new(),
-            pos: 0,
-        }
-    }
-
-    /// The next access's page id, or `None` at the end of the stream.
-    fn next_id(&mut self) -> Option<u32> {
-        loop {
-            while self.pos < self.batch.len() {
-                let op = self.batch[self.pos];
-                self.pos += 1;
-                let process = self.live[self.turn % self.live.len().max(1)].0;
-                match op {
-                    Op::Access { addr, .. } => {
-                        if let Some(id) = self.ids.id(process, addr >> PAGE_SHIFT) {
-                            return Some(id);
-                        }
-                    }
-                    Op::Mmap { addr, len, kind } => {
-                        self.ids
-                            .map(process, addr >> PAGE_SHIFT, len >> PAGE_SHIFT, kind)
-                    }
-                    Op::Munmap { .. } => {}
-                }
-            }
-            if self.live.is_empty() {
-                return None;
-            }
-            if !self.batch.is_empty() {
-                self.turn = (self.turn + 1) % self.live.len();
-            }
-            self.batch.clear();
-            self.pos = 0;
-            let (p, t) = self.live[self.turn];
-            self.workload.fill(p, t, &mut self.batch);
-            if self.batch.is_empty() {
-                self.live.remove(self.turn);
-                if self.live.is_empty() {
-                    return None;
-                }
-                self.turn %= self.live.len();
-            }
-        }
-    }
-}
 
 /// The page ids chosen for the fast tier: a membership flag per id, and the ids
 /// flagged, so that the next choice clears only those (a sampled 32 GiB mapping is
@@ -303,7 +175,7 @@ fn rebalance(
     let mut demote = Vec::new();
     let mut promote = Vec::new();
     let (mut fast_used, mut fast_wanted) = (0u64, 0u64);
-    for &(base, pid, start, nr, _) in &ids.starts {
+    for &(base, pid, start, nr, _) in ids.mappings() {
         mech.walk_pages(pid, start, nr, &mut |vpn, info| {
             let id = base + (vpn.max(start) - start) as u32;
             let want = set.contains(id);
@@ -386,6 +258,17 @@ fn place_new(
     }
 }
 
+/// The run's future as `ctx` hands it over: the shared tape where the comparison
+/// made one, else a fresh copy of the stream; `None` where neither exists (live).
+pub fn future_of(ctx: &BuildContext) -> Option<Future> {
+    if let Some(tape) = ctx.shared_future.as_ref().and_then(|f| f()) {
+        return Some(Future::Taped(TapeReader::new(tape)));
+    }
+    ctx.fresh_workload
+        .as_ref()
+        .map(|f| Future::Streamed(StreamedFuture::new(f())))
+}
+
 const EPOCH_TIMER: TimerId = 1;
 
 /// The per-epoch clairvoyant placement.
@@ -405,11 +288,11 @@ pub struct Oracle {
 }
 
 impl Oracle {
-    /// An oracle reading the future from `workload` (a fresh copy of the run's).
-    pub fn new(cfg: OracleConfig, workload: Option<Box<dyn Workload>>) -> Oracle {
+    /// An oracle reading `future` (the run's, [`future_of`]).
+    pub fn new(cfg: OracleConfig, future: Option<Future>) -> Oracle {
         Oracle {
             cfg,
-            future: workload.map(Future::new),
+            future,
             buf: VecDeque::new(),
             buf_start: 0,
             counts: Vec::new(),
@@ -444,7 +327,7 @@ impl Oracle {
             self.counts[id as usize] = 0;
         }
         self.touched.clear();
-        self.counts.resize(fut.ids.len(), 0);
+        self.counts.resize(fut.ids().len(), 0);
         for &id in self.buf.iter().take(n as usize) {
             let c = &mut self.counts[id as usize];
             if *c == 0 {
@@ -469,12 +352,12 @@ impl Oracle {
         let set_pages = choose_fast_set(
             &self.counts,
             &self.touched,
-            &fut.ids,
+            fut.ids(),
             mech,
             fast_budget(mech),
             &mut self.set,
         );
-        rebalance(&self.set, set_pages, &self.counts, &fut.ids, mech);
+        rebalance(&self.set, set_pages, &self.counts, fut.ids(), mech);
         self.evictable.clear();
         self.epochs += 1;
         let next = mech.now() + self.cfg.epoch_ms * NS_PER_MS;
@@ -504,7 +387,7 @@ impl Policy for Oracle {
                 let wanted = self
                     .future
                     .as_ref()
-                    .and_then(|f| f.ids.id(pid.index(), vpn))
+                    .and_then(|f| f.ids().id(pid.index(), vpn))
                     .is_some_and(|id| self.set.contains(id));
                 place_new(pid, vpn, tier, wanted, &mut self.evictable, mech);
             }
@@ -525,17 +408,17 @@ pub struct OracleStatic {
     ids: PageIds,
     set: FastSet,
     evictable: VecDeque<(Pid, Vpn)>,
-    workload: Option<Box<dyn Workload>>,
+    future: Option<Future>,
 }
 
 impl OracleStatic {
-    /// An oracle reading the whole future from `workload` at init.
-    pub fn new(workload: Option<Box<dyn Workload>>) -> OracleStatic {
+    /// An oracle reading the whole of `future` (the run's, [`future_of`]) at init.
+    pub fn new(future: Option<Future>) -> OracleStatic {
         OracleStatic {
             ids: PageIds::default(),
             set: FastSet::default(),
             evictable: VecDeque::new(),
-            workload,
+            future,
         }
     }
 }
@@ -552,18 +435,17 @@ impl Policy for OracleStatic {
         }
     }
     fn init(&mut self, mech: &mut dyn Mechanisms) {
-        let Some(w) = self.workload.take() else {
+        let Some(mut fut) = self.future.take() else {
             return;
         };
-        let mut fut = Future::new(w);
         let mut counts: Vec<u32> = Vec::new();
         while let Some(id) = fut.next_id() {
             if counts.len() <= id as usize {
-                counts.resize(fut.ids.len().max(id as usize + 1), 0);
+                counts.resize(fut.ids().len().max(id as usize + 1), 0);
             }
             counts[id as usize] = counts[id as usize].saturating_add(1);
         }
-        counts.resize(fut.ids.len(), 0);
+        counts.resize(fut.ids().len(), 0);
         let touched: Vec<u32> = (0..counts.len() as u32)
             .filter(|&id| counts[id as usize] > 0)
             .collect();
@@ -572,12 +454,12 @@ impl Policy for OracleStatic {
         choose_fast_set(
             &counts,
             &touched,
-            &fut.ids,
+            fut.ids(),
             mech,
             fast_budget(mech),
             &mut self.set,
         );
-        self.ids = fut.ids;
+        self.ids = fut.into_ids();
     }
     fn on_event(&mut self, event: &Event, mech: &mut dyn Mechanisms) {
         if let Event::PageAlloc { pid, vpn, tier, .. } = *event {
@@ -609,36 +491,13 @@ impl crate::RegisteredConfig for OracleConfig {
     }
 
     fn build_policy(&self, ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
-        Box::new(Oracle::new(
-            self.clone(),
-            ctx.fresh_workload.as_ref().map(|f| f()),
-        ))
+        Box::new(Oracle::new(self.clone(), future_of(ctx)))
     }
 }
 
 /// The registry's view of [`OracleStaticConfig`] (`PolicyConfig` in the crate root).
 impl crate::RegisteredConfig for OracleStaticConfig {
     fn build_policy(&self, ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
-        Box::new(OracleStatic::new(ctx.fresh_workload.as_ref().map(|f| f())))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn page_ids_are_dense_and_follow_mappings() {
-        let mut ids = PageIds::default();
-        ids.map(0, 100, 10, VmaKind::Anon);
-        ids.map(1, 100, 5, VmaKind::Anon);
-        ids.map(0, 50, 4, VmaKind::Anon);
-        assert_eq!(ids.id(0, 100), Some(0));
-        assert_eq!(ids.id(0, 109), Some(9));
-        assert_eq!(ids.id(0, 110), None);
-        assert_eq!(ids.id(1, 104), Some(14));
-        assert_eq!(ids.id(0, 53), Some(18));
-        assert_eq!(ids.id(0, 49), None);
-        assert_eq!(ids.len(), 19);
+        Box::new(OracleStatic::new(future_of(ctx)))
     }
 }

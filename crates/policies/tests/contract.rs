@@ -81,6 +81,7 @@ fn every_registered_policy_keeps_the_simulators_mechanisms_contract() {
         let ctx = BuildContext {
             space_scale: SpaceScale::EXACT,
             fresh_workload: Some(Box::new(workload)),
+            shared_future: None,
         };
         let policy = PolicyConfig::default_for(name)
             .unwrap()

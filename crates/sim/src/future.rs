@@ -15,7 +15,7 @@ use crate::{MachineConfig, SimConfig, SimError};
 
 /// How a run's future is read, checked once for a run and applied to each fresh copy
 /// of its stream.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FutureView {
     limit: Option<u64>,
     llc: Option<(u64, u32)>,

@@ -18,7 +18,7 @@ mod schedule;
 pub mod suites;
 pub mod validate;
 
-use crate::run::{record_workload, simulate_with};
+use crate::run::{record_workload, simulate_with, RecordedStreams};
 use crate::run_config::{self, RunArgs, RunConfig};
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tierkit_policies::PolicyConfig;
 use tierkit_sim::config::preset_names;
+use tierkit_sim::future::FutureView;
 use tierkit_sim::metrics::{IntervalRow, Placement, Summary};
-use tierkit_workloads::recorded::Recording;
 use tierkit_workloads::WorkloadConfig;
 
 /// The policies every cell is measured against.
@@ -746,13 +746,67 @@ fn stream_key(cfg: &RunConfig) -> String {
     )
 }
 
-/// Run one planned run in `dir/runs/<id>`, replaying `recording` if given.
-fn execute(run: &PlannedRun, dir: &Path, recording: Option<&Arc<Recording>>) -> Result<RunRecord> {
+/// The view of its stream a run reads as a clairvoyant reference (`oracle`,
+/// `oracle-static`), or `None` for a run that does not read the future (or whose
+/// view cannot be built: that fails the run itself).
+fn future_view(run: &PlannedRun) -> Option<FutureView> {
+    let cfg = &run.config;
+    let reads = cfg
+        .policy
+        .build(&tierkit_core::BuildContext::default())
+        .requirements()
+        .future_knowledge;
+    reads
+        .then(|| FutureView::new(&cfg.machine, &cfg.sim).ok())
+        .flatten()
+}
+
+/// A group's runs in the order workers should take them, and the views of its
+/// stream that more than one of them reads ([`RecordedStreams`] reads each once for
+/// all). The first reader of a view keeps its place; the others go to the end of the
+/// group, so that a worker does not wait for the tape another is reading while runs
+/// that need none are left.
+fn order_for_shared_futures(
+    members: Vec<usize>,
+    views: &[Option<FutureView>],
+) -> (Vec<usize>, Vec<FutureView>) {
+    let mut readers: Vec<(FutureView, usize)> = Vec::new();
+    let (mut first, mut later) = (Vec::new(), Vec::new());
+    for i in members {
+        match views[i] {
+            Some(view) => match readers.iter_mut().find(|(v, _)| *v == view) {
+                Some((_, n)) => {
+                    *n += 1;
+                    later.push(i);
+                }
+                None => {
+                    readers.push((view, 1));
+                    first.push(i);
+                }
+            },
+            None => first.push(i),
+        }
+    }
+    first.extend(later);
+    let shared = readers
+        .into_iter()
+        .filter(|&(_, n)| n > 1)
+        .map(|(v, _)| v)
+        .collect();
+    (first, shared)
+}
+
+/// Run one planned run in `dir/runs/<id>`, replaying `streams` if given.
+fn execute(
+    run: &PlannedRun,
+    dir: &Path,
+    streams: Option<&Arc<RecordedStreams>>,
+) -> Result<RunRecord> {
     let rdir = dir.join("runs").join(&run.id);
     let text = run.config.to_toml();
     let record_path = rdir.join("run.json");
     let out =
-        simulate_with(&run.config, false, recording).with_context(|| format!("run {}", run.id))?;
+        simulate_with(&run.config, false, streams).with_context(|| format!("run {}", run.id))?;
     std::fs::create_dir_all(&rdir).with_context(|| format!("cannot create {}", rdir.display()))?;
     let rec = RunRecord {
         id: run.id.clone(),
@@ -1158,19 +1212,25 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
             }
         }
     }
-    let groups: Vec<schedule::Group> = groups
+    let views: Vec<Option<FutureView>> = runs.iter().map(future_view).collect();
+    let (groups, shared_views): (Vec<schedule::Group>, Vec<Vec<FutureView>>) = groups
         .into_values()
         .map(|members| {
             // One run needs no recording; more share one. Runs capped by
             // `sim.max_accesses` read only the start of the stream, so recording all
             // of it would cost more than generating that start again for each.
             let capped = runs[members[0]].config.sim.max_accesses != 0;
-            schedule::Group {
-                record: members.len() > 1 && !capped,
-                runs: members,
-            }
+            let record = members.len() > 1 && !capped;
+            let (members, shared) = order_for_shared_futures(members, &views);
+            (
+                schedule::Group {
+                    record,
+                    runs: members,
+                },
+                shared,
+            )
         })
-        .collect();
+        .unzip();
     let say = |line: String| {
         if !args.progress {
             // Not a terminal (a log, CI): one line per event.
@@ -1183,6 +1243,7 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         let started = std::time::Instant::now();
         let rec = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             record_workload(&first.config, max_bytes)
+                .map(|r| Arc::new(RecordedStreams::new(r, shared_views[g].clone())))
         }))
         // A workload that panics while recorded panics again in each run, which
         // reports it as that run's failure.
@@ -1211,13 +1272,13 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         set_msg(&bar);
         rec
     };
-    let run = |i: usize, recording: Option<&Arc<Recording>>| {
+    let run = |i: usize, streams: Option<&Arc<RecordedStreams>>| {
         running.fetch_add(1, Ordering::SeqCst);
         set_msg(&bar);
         let started = std::time::Instant::now();
         // A run that panics is a failed run, not a failed comparison.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            execute(&runs[i], &args.out, recording)
+            execute(&runs[i], &args.out, streams)
         }))
         .unwrap_or_else(|p| Err(anyhow!("run {}: panicked: {}", runs[i].id, panic_text(&p))));
         running.fetch_sub(1, Ordering::SeqCst);
@@ -1237,7 +1298,7 @@ pub fn run_matrix(args: &CompareArgs) -> Result<(Vec<ResultRow>, String, PathBuf
         args.jobs,
         budget,
         record,
-        Recording::encoded_bytes,
+        RecordedStreams::encoded_bytes,
         run,
     );
     for (i, r) in results {
@@ -1409,6 +1470,60 @@ mod tests {
             note.contains("hemem on gups cxl 1:8 (0.980x of oracle-static)"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn later_readers_of_a_shared_future_go_last_and_single_readers_share_nothing() {
+        let sim = tierkit_sim::SimConfig::default();
+        let llc_on = FutureView::new(&tierkit_sim::MachineConfig::default(), &sim).unwrap();
+        let llc_off = FutureView::new(
+            &tierkit_sim::MachineConfig {
+                llc_enabled: false,
+                ..Default::default()
+            },
+            &sim,
+        )
+        .unwrap();
+        assert_ne!(llc_on, llc_off);
+        // Runs 0-6: a policy, two readers of `llc_on`, a policy, a third reader of
+        // it, a lone reader of `llc_off`, a policy.
+        let views = [
+            None,
+            Some(llc_on),
+            Some(llc_on),
+            None,
+            Some(llc_on),
+            Some(llc_off),
+            None,
+        ];
+        let (order, shared) = order_for_shared_futures((0..7).collect(), &views);
+        assert_eq!(order, vec![0, 1, 3, 5, 6, 2, 4]);
+        assert_eq!(shared, vec![llc_on]);
+        let (order, shared) = order_for_shared_futures(vec![6, 5, 3], &views);
+        assert_eq!(order, vec![6, 5, 3]);
+        assert!(shared.is_empty());
+    }
+
+    #[test]
+    fn a_reference_reads_the_future_and_a_policy_does_not() {
+        let plan = |policy: &str| PlannedRun {
+            id: policy.into(),
+            workload: "gups".into(),
+            machine: "cxl".into(),
+            ratio: "1:8".into(),
+            policy: policy.into(),
+            reference: false,
+            config: run_config::build(&RunArgs {
+                workload: Some("gups".into()),
+                policy: Some(policy.into()),
+                ..Default::default()
+            })
+            .unwrap(),
+        };
+        assert!(future_view(&plan("oracle")).is_some());
+        assert!(future_view(&plan("oracle-static")).is_some());
+        assert!(future_view(&plan("first-touch")).is_none());
+        assert!(future_view(&plan("all-fast")).is_none());
     }
 
     #[test]
