@@ -2,12 +2,12 @@
 //! dense page ids ([`PageIds`]).
 //!
 //! A reference reads it either from a fresh copy of the stream ([`StreamedFuture`],
-//! what [`BuildContext::fresh_workload`](crate::BuildContext) hands over), or from a
-//! [`FutureTape`] read once and shared by every reference of a comparison that
-//! consumes the same stream on the same LLC ([`BuildContext::shared_future`]
-//! (crate::BuildContext)): the tape holds each access's id and where each mapping
-//! appeared, so a [`TapeReader`] sees at every access exactly the ids and mappings a
-//! streamed read would.
+//! from [`BuildContext::fresh_workload`](crate::BuildContext::fresh_workload)), or
+//! from a [`FutureTape`] read once and shared by every reference of a comparison that
+//! consumes the same stream on the same LLC
+//! ([`BuildContext::shared_future`](crate::BuildContext::shared_future)): the tape
+//! holds each access's id and where each mapping appeared, so a [`TapeReader`] sees
+//! at every access exactly the ids and mappings a streamed read would.
 
 use std::sync::Arc;
 

@@ -1,7 +1,9 @@
 //! `oracle` and `oracle-static`: clairvoyant placements that bound what an online
 //! policy can reach. They read the future of the access stream from a fresh copy of
-//! the (deterministic) workload, handed over in [`BuildContext::fresh_workload`], and
-//! so exist only in the simulator.
+//! the (deterministic) workload, handed over in [`BuildContext::fresh_workload`], or
+//! from a tape of it a comparison shares among its references
+//! ([`BuildContext::shared_future`], [`future_of`]), and so exist only in the
+//! simulator.
 //!
 //! - `oracle`: every `epoch_ms` of simulated time, the pages that will be accessed most
 //!   in the coming epoch are placed in the fast tier (the rest demoted to make room);
