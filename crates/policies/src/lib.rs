@@ -212,10 +212,9 @@ impl PolicyConfig {
     /// policy that declares it reads the future, without a replayable workload).
     pub fn try_build(&self, ctx: &BuildContext) -> Result<Box<dyn Policy>, String> {
         let policy = self.build(ctx);
-        if policy.requirements().future_knowledge
-            && ctx.fresh_workload.is_none()
-            && ctx.shared_future.is_none()
-        {
+        // A shared future may decline (a tape too large to keep) and fall back to
+        // `fresh_workload`, so that alone decides whether the future can be read.
+        if policy.requirements().future_knowledge && ctx.fresh_workload.is_none() {
             return Err(format!(
                 "policy `{}` reads the future of the workload and runs only in the simulator",
                 self.name()
