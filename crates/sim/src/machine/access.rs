@@ -164,6 +164,9 @@ impl Machine {
             },
         };
         let latency = if miss {
+            if page.epoch_accesses == 0 {
+                self.placement_scratch.note_accessed(pid, vi, exact);
+            }
             page.epoch_accesses = page.epoch_accesses.saturating_add(1);
             self.counters.mem_accesses_by_tier[tier as usize] += 1;
             // The wait is already in machine time: on a sampled machine the tier's

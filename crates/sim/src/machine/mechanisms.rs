@@ -29,25 +29,29 @@ impl Machine {
                 // page: count its entries as walked (the real walk would visit them)
                 // without reading.
                 let (kept, unit_end) = sampler.unit_at(pid32, &v.strata, vpn);
+                let next = unit_end.min(stop);
                 if !kept {
-                    let next = unit_end.min(stop);
                     walked += next - vpn;
                     vpn = next;
                     continue;
                 }
-                let i = (vpn - v.vma.start_vpn) as usize;
-                let p = &mut v.pages[i];
-                walked += 1;
-                if p.huge() {
-                    let head = huge_head(vpn);
-                    let hi = (head - v.vma.start_vpn) as usize;
-                    f(head, &mut v.pages[hi]);
-                    vpn = head + SUBPAGES_PER_HUGE;
-                } else {
-                    if p.present() {
-                        f(vpn, p);
+                // Every page of a kept unit is kept: read them without asking the
+                // sampler again (a hash per page was most of a walk's time).
+                while vpn < next {
+                    let i = (vpn - v.vma.start_vpn) as usize;
+                    let p = &mut v.pages[i];
+                    walked += 1;
+                    if p.huge() {
+                        let head = huge_head(vpn);
+                        let hi = (head - v.vma.start_vpn) as usize;
+                        f(head, &mut v.pages[hi]);
+                        vpn = head + SUBPAGES_PER_HUGE;
+                    } else {
+                        if p.present() {
+                            f(vpn, p);
+                        }
+                        vpn += 1;
                     }
-                    vpn += 1;
                 }
             }
         }
@@ -317,9 +321,16 @@ impl Mechanisms for Machine {
         if !v.split_unit(vpn) {
             return None;
         }
+        let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
+        // The subpages now carry the head's epoch count (split_unit copies the head's
+        // state): list them, so that the placement epoch finds them.
+        if v.pages[head].epoch_accesses > 0 {
+            for i in head..head + SUBPAGES_PER_HUGE as usize {
+                self.placement_scratch.note_accessed(pid.0, vi, i);
+            }
+        }
         let mut freed = 0;
         if free_zero_subpages {
-            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
             for p in &mut v.pages[head..head + SUBPAGES_PER_HUGE as usize] {
                 if p.flags & F_WRITTEN == 0 {
                     self.tiers[p.tier() as usize].used -= 1;

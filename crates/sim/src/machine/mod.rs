@@ -486,6 +486,7 @@ impl Machine {
         self.spaces[pid as usize]
             .insert(vma, strata, self.sampler.keeps_one_in())
             .map_err(|why| SimError::BadMapping { pid, why })?;
+        self.placement_scratch.note_vmas_changed();
         // Sampled by mapping, no mapping is kept or dropped whole.
         if len < self.stratum_bytes() && !self.sampler.by_mapping() {
             self.coarse_mappings.0 += 1;
@@ -512,6 +513,7 @@ impl Machine {
                 why: format!("munmap({addr:#x}, {len}) is not page aligned"),
             });
         }
+        self.placement_scratch.note_vmas_changed();
         let tiers = &mut self.tiers;
         let kinds = self.spaces[pid as usize].unmap(addr >> PAGE_SHIFT, len >> PAGE_SHIFT, |t| {
             tiers[t as usize].used -= 1;
