@@ -218,6 +218,26 @@ pub trait Mechanisms {
         f: &mut dyn FnMut(Vpn, PageInfo),
     ) -> u64;
 
+    /// [`walk_pages`](Self::walk_pages) for a caller that wants only the page units in
+    /// `tier`: `f` is called for those alone. The walk and its cost are the same (a
+    /// pagemap read visits every entry; the filter is the reader's); the simulator
+    /// skips the call for the others, which a policy that looks for one tier's pages
+    /// across every mapping (the `oracle`, each second) would otherwise pay per page.
+    fn walk_tier_pages(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier: TierId,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64 {
+        self.walk_pages(pid, start_vpn, nr_pages, &mut |vpn, info| {
+            if info.tier == tier {
+                f(vpn, info)
+            }
+        })
+    }
+
     // ----- observation ---------------------------------------------------------------
 
     /// Arm the page so its next access raises a hinting fault

@@ -14,7 +14,8 @@
 //! Decisions: `docs/policies/oracle.md`.
 
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use tierkit_core::future::{Future, PageIds, StreamedFuture, TapeReader};
 use tierkit_core::*;
 
@@ -140,17 +141,50 @@ fn choose_fast_set(
             units.push((counts[id as usize] as u64, id, 1));
         }
     }
-    // Hottest first; ties by id so the choice is deterministic.
-    units.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     set.reset(ids.len());
-    let mut used = 0;
-    for (_, id, pages) in units {
-        if used + pages > budget_pages {
-            continue;
-        }
-        used += pages;
+    fill_hottest(&mut units, budget_pages, |id, pages| {
         for k in 0..pages as usize {
             set.insert(id as usize + k);
+        }
+    })
+}
+
+/// A unit of a plan: (count, id of its head, base pages).
+type Unit = (u64, u32, u64);
+
+/// Hottest first; ties by id, so that the order is total and the choice deterministic.
+fn hotter(a: &Unit, b: &Unit) -> std::cmp::Ordering {
+    b.0.cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// Fill `budget_pages` greedily with `units`, hottest first, skipping a unit that does
+/// not fit in what is left: `take(id, pages)` for each unit taken, in that order.
+/// Returns the pages taken. The result is that of sorting every unit, but only the
+/// units the fill can reach are sorted: each is a page or more, so at most
+/// `budget_pages` of them fit, and the rest are sorted only if room is left after
+/// those (huge units skipped). An epoch touches many more units than the fast tier
+/// holds at small ratios (the `freqtier` suite's 1:32), and the full sort of every
+/// epoch was most of the dynamic oracle's own time.
+fn fill_hottest(units: &mut [Unit], budget_pages: u64, mut take: impl FnMut(u32, u64)) -> u64 {
+    let reach = usize::try_from(budget_pages).map_or(units.len(), |b| b.min(units.len()));
+    let (head, rest) = if reach < units.len() {
+        units.select_nth_unstable_by(reach, hotter);
+        units.split_at_mut(reach)
+    } else {
+        (units, &mut [][..])
+    };
+    let mut used = 0;
+    for part in [head, rest] {
+        if used >= budget_pages {
+            break;
+        }
+        part.sort_unstable_by(hotter);
+        for &(_, id, pages) in part.iter() {
+            if used + pages > budget_pages {
+                continue;
+            }
+            used += pages;
+            take(id, pages);
         }
     }
     used
@@ -166,6 +200,12 @@ fn choose_fast_set(
 /// fewer pages than it holds; with many threads the migrations then starved the
 /// application, the next window was smaller still, and a 50-thread pmbench run never
 /// ended.)
+///
+/// The fast pages come from a walk of every mapping (charged as one, page-table
+/// entry by entry), which hands over the fast tier's pages only; the set's slow pages
+/// from the set itself, page by page (`Mechanisms::page`, free): a sampled CacheLib
+/// keeps 8 to 32 times as many pages as the fast tier holds, and handing each of
+/// them to the oracle was most of its time.
 fn rebalance(
     set: &FastSet,
     set_pages: u64,
@@ -175,35 +215,55 @@ fn rebalance(
 ) {
     // (count in the coming epoch, pid, vpn, pages)
     let mut demote = Vec::new();
-    let mut promote = Vec::new();
     let (mut fast_used, mut fast_wanted) = (0u64, 0u64);
     for &(base, pid, start, nr, _) in ids.mappings() {
-        mech.walk_pages(pid, start, nr, &mut |vpn, info| {
+        mech.walk_tier_pages(pid, start, nr, TierId::FAST, &mut |vpn, info| {
             let id = base + (vpn.max(start) - start) as u32;
-            let want = set.contains(id);
-            let count = counts.get(id as usize).copied().unwrap_or(0);
             let pages = if info.huge { SUBPAGES_PER_HUGE } else { 1 };
-            if info.tier.is_fast() {
-                fast_used += pages;
-                if want {
-                    fast_wanted += pages;
-                } else {
-                    demote.push((count, pid, vpn, pages));
-                }
-            } else if want {
-                promote.push((count, pid, vpn, pages));
+            fast_used += pages;
+            if set.contains(id) {
+                fast_wanted += pages;
+            } else {
+                let count = counts.get(id as usize).copied().unwrap_or(0);
+                demote.push(Reverse((count, pid, vpn, pages)));
             }
         });
     }
+    // The set's resident slow pages, each once: a huge page by the id of its head (the
+    // id a walk of its mapping would give it).
+    let mut promote = Vec::new();
+    for &id in &set.ids {
+        let Some(&(base, pid, start, _, _)) = ids.entry_of(id) else {
+            continue;
+        };
+        let vpn = start + (id - base) as u64;
+        let Some(info) = mech.page(pid, vpn) else {
+            continue;
+        };
+        if info.tier.is_fast() {
+            continue;
+        }
+        let (vpn, pages) = if info.huge {
+            let head = huge_head(vpn);
+            if id != base + (head.max(start) - start) as u32 {
+                continue;
+            }
+            (head, SUBPAGES_PER_HUGE)
+        } else {
+            (vpn, 1)
+        };
+        let count = counts.get(id as usize).copied().unwrap_or(0);
+        promote.push((count, Reverse((pid, vpn)), pages));
+    }
     // Coldest first, then hottest first; ties by address so the moves are deterministic.
-    demote.sort_unstable_by(|a, b| a.0.cmp(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
-    promote.sort_unstable_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    // Heaps, not sorted lists: an epoch takes what it needs off the top.
+    let mut victims = BinaryHeap::from(demote);
+    let mut promote = BinaryHeap::from(promote);
     let mut free = fast_budget(mech).saturating_sub(fast_used);
-    let mut victims = demote.into_iter();
     // Demote the next coldest outsiders until `need` pages are free; false if they ran out.
     let mut make_room = |free: &mut u64, need: u64, mech: &mut dyn Mechanisms| {
         while *free < need {
-            let Some((_, pid, vpn, pages)) = victims.next() else {
+            let Some(Reverse((_, pid, vpn, pages))) = victims.pop() else {
                 return false;
             };
             if mech
@@ -217,7 +277,7 @@ fn rebalance(
     };
     // Room for the rest of the set: its slow pages and the ones not allocated yet.
     make_room(&mut free, set_pages.saturating_sub(fast_wanted), mech);
-    for (_, pid, vpn, pages) in promote {
+    while let Some((_, Reverse((pid, vpn)), pages)) = promote.pop() {
         if !make_room(&mut free, pages, mech) {
             break;
         }
@@ -501,5 +561,51 @@ impl crate::RegisteredConfig for OracleConfig {
 impl crate::RegisteredConfig for OracleStaticConfig {
     fn build_policy(&self, ctx: &tierkit_core::BuildContext) -> Box<dyn tierkit_core::Policy> {
         Box::new(OracleStatic::new(future_of(ctx)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The fill as it was until 2026-11-30: every unit sorted, then taken in order.
+    fn fill_after_full_sort(units: &[Unit], budget_pages: u64) -> Vec<(u32, u64)> {
+        let mut sorted = units.to_vec();
+        sorted.sort_unstable_by(hotter);
+        let mut used = 0;
+        let mut taken = Vec::new();
+        for (_, id, pages) in sorted {
+            if used + pages <= budget_pages {
+                used += pages;
+                taken.push((id, pages));
+            }
+        }
+        taken
+    }
+
+    proptest! {
+        /// Few distinct counts (many ties) and a mix of base and huge units, so that
+        /// the fill skips huge units and goes on past the units it sorted first.
+        #[test]
+        fn a_fill_takes_what_sorting_every_unit_would(
+            raw in proptest::collection::vec((0u64..6, prop::bool::weighted(0.2)), 0..400),
+            budget_pages in 0u64..3000,
+        ) {
+            // Distinct ids, not in count order.
+            let mut units: Vec<Unit> = raw
+                .iter()
+                .enumerate()
+                .map(|(i, &(count, huge))| {
+                    let pages = if huge { SUBPAGES_PER_HUGE } else { 1 };
+                    (count, (i as u32).wrapping_mul(7919) % 65_536, pages)
+                })
+                .collect();
+            let want = fill_after_full_sort(&units, budget_pages);
+            let mut got = Vec::new();
+            let used = fill_hottest(&mut units, budget_pages, |id, pages| got.push((id, pages)));
+            prop_assert_eq!(used, want.iter().map(|&(_, p)| p).sum::<u64>());
+            prop_assert_eq!(got, want);
+        }
     }
 }

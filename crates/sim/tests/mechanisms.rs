@@ -136,6 +136,82 @@ fn arm_range_skips_filtered_tiers_and_unmapped_pages() {
     assert_eq!(out.summary.hint_faults, 10);
 }
 
+/// Fill 4096 pages of a 32 MiB mapping past an 8 MiB fast tier, then at 1 ms walk it
+/// with `walk`; returns what the walk saw (vpn, tier), the entries it counted, and the
+/// run's tiering CPU.
+fn walk_after_fill(
+    walk: fn(&mut dyn Mechanisms, &mut Vec<(Vpn, TierId)>) -> u64,
+) -> (Vec<(Vpn, TierId)>, u64, f64) {
+    let seen = Arc::new(Mutex::new((Vec::new(), 0)));
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log);
+    p.init = Box::new(|m| m.schedule(NS_PER_MS, 1, Runner::Kthread));
+    let out = seen.clone();
+    p.on_timer = Box::new(move |_, m, _| {
+        let mut o = out.lock().unwrap();
+        let mut pages = Vec::new();
+        o.1 = walk(m, &mut pages);
+        o.0 = pages;
+    });
+    let mut ops: Vec<Op> = (0..4096).map(|i| write(page(i), 0)).collect();
+    ops.push(read(page(0), 2 * NS_PER_MS as u32));
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let (run_out, _) = run(
+        &small_machine(8, 64),
+        &SimConfig::default(),
+        Box::new(p),
+        Box::new(w),
+    );
+    let (pages, walked) = std::mem::take(&mut *seen.lock().unwrap());
+    (pages, walked, run_out.summary.tiering_cpu_seconds)
+}
+
+#[test]
+fn a_walk_of_one_tier_sees_its_pages_and_costs_the_whole_walk() {
+    let nr = 32 * MIB / PAGE_SIZE;
+    let (all, walked, cpu) = walk_after_fill(|m, out| {
+        m.walk_pages(
+            Pid(0),
+            page(0) >> PAGE_SHIFT,
+            32 * MIB / PAGE_SIZE,
+            &mut |v, i| out.push((v, i.tier)),
+        )
+    });
+    assert_eq!(all.len(), 4096);
+    assert_eq!(walked, nr);
+    assert!(cpu > 0.0, "a walk is charged");
+    for tier in [TierId(0), TierId(1)] {
+        let (some, w, c) = match tier.0 {
+            0 => walk_after_fill(|m, out| {
+                m.walk_tier_pages(
+                    Pid(0),
+                    page(0) >> PAGE_SHIFT,
+                    32 * MIB / PAGE_SIZE,
+                    TierId(0),
+                    &mut |v, i| out.push((v, i.tier)),
+                )
+            }),
+            _ => walk_after_fill(|m, out| {
+                m.walk_tier_pages(
+                    Pid(0),
+                    page(0) >> PAGE_SHIFT,
+                    32 * MIB / PAGE_SIZE,
+                    TierId(1),
+                    &mut |v, i| out.push((v, i.tier)),
+                )
+            }),
+        };
+        let want: Vec<_> = all.iter().copied().filter(|&(_, t)| t == tier).collect();
+        assert!(
+            !want.is_empty() && want.len() < all.len(),
+            "both tiers hold pages"
+        );
+        assert_eq!(some, want, "tier {}", tier.0);
+        assert_eq!(w, walked);
+        assert_eq!(c, cpu, "the same walk's cost");
+    }
+}
+
 #[test]
 fn sampling_period_n_gives_one_sample_per_n_events() {
     for period in [1u64, 7, 100] {

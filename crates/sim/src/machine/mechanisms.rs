@@ -147,6 +147,29 @@ impl Mechanisms for Machine {
         walked
     }
 
+    fn walk_tier_pages(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier: TierId,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64 {
+        let walked = self.for_each_unit(pid, start_vpn, nr_pages, |vpn, p| {
+            if p.tier() == tier.0 {
+                f(
+                    vpn,
+                    PageInfo {
+                        tier,
+                        huge: p.huge(),
+                    },
+                )
+            }
+        });
+        self.charge(walked as f64 * self.costs.pte_scan_ns);
+        walked
+    }
+
     fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool {
         self.observes(|r| r.hint_faults, "armed a hinting fault", "hint_faults");
         let Some((vi, ui)) = self.locate(pid, vpn) else {
