@@ -42,11 +42,18 @@ pub(crate) struct AccessedPage {
 #[derive(Debug, Clone)]
 pub(crate) struct EpochScratch {
     /// Every page whose count went from zero to one since the last epoch (a page
-    /// freed and accessed again may appear twice), while the VMAs have not changed.
+    /// freed and accessed again may appear twice), while the VMAs have not changed and
+    /// the list is no longer than `list_limit`.
     accessed: Vec<AccessedPage>,
-    /// A mapping was made or removed since the last epoch: `accessed` may name VMAs by
-    /// stale positions, so the epoch walks every kept page instead.
-    vmas_changed: bool,
+    /// The longest list worth keeping: an eighth of the kept pages the last walk
+    /// visited. Reading a list entry costs a random read where the walk reads on in
+    /// order, so an epoch that touches more of the kept pages (GUPS at 1/256: 120 k of
+    /// 128 k each second) walks instead.
+    list_limit: usize,
+    /// The next epoch walks every kept page: a mapping was made or removed since the
+    /// last epoch (`accessed` may name VMAs by stale positions), or the list outgrew
+    /// `list_limit`.
+    walk_next: bool,
     /// The epoch's accessed pages.
     touched: Vec<TouchedPage>,
     /// Their counts, reordered to find the hot set's threshold.
@@ -59,7 +66,8 @@ impl Default for EpochScratch {
     fn default() -> Self {
         EpochScratch {
             accessed: Vec::new(),
-            vmas_changed: true,
+            list_limit: 0,
+            walk_next: true,
             touched: Vec::new(),
             counts: Vec::new(),
             ties: Vec::new(),
@@ -71,16 +79,20 @@ impl EpochScratch {
     /// Note a page whose epoch count an access is about to raise from zero.
     #[inline]
     pub(crate) fn note_accessed(&mut self, pid: u32, vma: usize, page: usize) {
-        self.accessed.push(AccessedPage {
-            pid,
-            vma: vma as u32,
-            page: page as u64,
-        });
+        if self.accessed.len() < self.list_limit {
+            self.accessed.push(AccessedPage {
+                pid,
+                vma: vma as u32,
+                page: page as u64,
+            });
+        } else {
+            self.walk_next = true;
+        }
     }
 
     /// A mapping was made or removed.
     pub(crate) fn note_vmas_changed(&mut self) {
-        self.vmas_changed = true;
+        self.walk_next = true;
     }
 }
 
@@ -91,8 +103,9 @@ impl Machine {
     /// ([`EpochScratch::note_accessed`]), so an epoch costs what it touched, not what
     /// the run keeps: a pass over every kept page took a quarter of an `all-fast`
     /// CacheLib run at 1/8 (2 M pages, 300 epochs). After a mapping changed, the list
-    /// may name VMAs by stale positions, and the epoch walks every kept page once, as
-    /// it did before. The hot set and the heat map are made from the accessed pages
+    /// may name VMAs by stale positions, and where the epoch touched more than an
+    /// eighth of the kept pages the list costs more than a walk; then the epoch walks
+    /// every kept page once, as it did before. The hot set and the heat map are made from the accessed pages
     /// alone (a page with no access is never hot); the fast tier's pages are the
     /// tier's count (a resident page is always a kept one).
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
@@ -108,15 +121,16 @@ impl Machine {
         let sampler = &self.sampler;
         let EpochScratch {
             accessed,
-            vmas_changed,
+            list_limit,
+            walk_next,
             touched,
             counts,
             ties,
         } = &mut self.placement_scratch;
         touched.clear();
-        if std::mem::take(vmas_changed) {
+        if std::mem::take(walk_next) {
             accessed.clear();
-            let mut fast_seen = 0u64;
+            let (mut fast_seen, mut kept_seen) = (0u64, 0usize);
             // Pages of all processes in address order, for the heat map's bins.
             let mut vma_base = 0u64;
             let mut chunks = Vec::new();
@@ -127,6 +141,7 @@ impl Machine {
                     chunks.clear();
                     for_sampled_chunks(sampler, pid as u32, v, |range| chunks.push(range));
                     for range in chunks.drain(..) {
+                        kept_seen += range.len();
                         let first = base + range.start as u64;
                         for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
                             fast_seen += (p.tier() == 0) as u64;
@@ -148,6 +163,7 @@ impl Machine {
                 fast_seen, self.tiers[0].used,
                 "fast pages outside kept units"
             );
+            *list_limit = kept_seen / 8;
         } else {
             // Where each VMA's pages start among all processes' pages in address order.
             let mut bases = Vec::with_capacity(self.spaces.len());
