@@ -256,7 +256,9 @@ fn empty_pages(n: usize, keeps_one_in: u64) -> Vec<PageState> {
 
 impl VmaState {
     /// Turn the huge page holding `vpn` into 512 base pages that keep its tier and
-    /// bits. Returns false if it was not huge.
+    /// bits; each keeps its own written bit and epoch count (accesses to that 4 KiB
+    /// page, which the head does not hold for the others). Returns false if it was not
+    /// huge.
     pub fn split_unit(&mut self, vpn: Vpn) -> bool {
         let i = (vpn - self.vma.start_vpn) as usize;
         if !self.pages[i].huge() {
@@ -268,6 +270,7 @@ impl VmaState {
             let written = p.flags & F_WRITTEN;
             *p = PageState {
                 flags: (h.flags & !(F_HUGE | F_WRITTEN)) | written,
+                epoch_accesses: p.epoch_accesses,
                 ..h
             };
         }

@@ -689,6 +689,36 @@ fn a_placement_epochs_hot_set_breaks_ties_in_address_order() {
 }
 
 #[test]
+fn a_split_keeps_each_subpages_epoch_count() {
+    // A huge page whose head is read 10 times and one other subpage once, split by the
+    // policy within the same placement epoch: the epoch saw 2 pages accessed, 11 times,
+    // not 512 pages carrying the head's count.
+    let log = Arc::new(Mutex::new(Log::default()));
+    let mut p = Recorder::new(log);
+    p.init = Box::new(|m| m.schedule(NS_PER_MS, 1, Runner::Kthread));
+    p.on_timer = Box::new(|_, m, _| {
+        assert!(m.split_huge(Pid(0), page(0) >> PAGE_SHIFT, false).is_some());
+    });
+    let mut ops: Vec<Op> = (0..10).map(|_| read(page(0), 0)).collect();
+    ops.push(read(page(7), 0));
+    ops.push(read(page(7), 2 * NS_PER_MS as u32));
+    let w = Script::new(32 * MIB).process(&[(BASE, 32 * MIB)], ops);
+    let mut m = small_machine(8, 64);
+    m.thp = tierkit_sim::config::ThpMode::Always;
+    let sim = SimConfig {
+        epoch_ms: 10,
+        heatmap_bins: 4,
+        ..SimConfig::default()
+    };
+    let (out, _) = run(&m, &sim, Box::new(p), Box::new(w));
+    assert_eq!(out.summary.counters.huge_splits, 1);
+    let last = out.placement.epochs.last().unwrap();
+    assert_eq!(last.hot_pages, 2, "{last:?}");
+    let heat = out.placement.heat.last().unwrap();
+    assert_eq!(heat.iter().sum::<u64>(), 12);
+}
+
+#[test]
 fn policy_time_scale_shortens_every_policy_time_constant() {
     // A timer at policy time 10 ms fires at machine time 1 ms with scale 10, and a
     // page armed then and touched 2 ms (machine) later shows a 20 ms latency.

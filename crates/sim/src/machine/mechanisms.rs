@@ -344,16 +344,9 @@ impl Mechanisms for Machine {
         if !v.split_unit(vpn) {
             return None;
         }
-        let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
-        // The subpages now carry the head's epoch count (split_unit copies the head's
-        // state): list them, so that the placement epoch finds them.
-        if v.pages[head].epoch_accesses > 0 {
-            for i in head..head + SUBPAGES_PER_HUGE as usize {
-                self.placement_scratch.note_accessed(pid.0, vi, i);
-            }
-        }
         let mut freed = 0;
         if free_zero_subpages {
+            let head = (huge_head(vpn) - v.vma.start_vpn) as usize;
             for p in &mut v.pages[head..head + SUBPAGES_PER_HUGE as usize] {
                 if p.flags & F_WRITTEN == 0 {
                     self.tiers[p.tier() as usize].used -= 1;
