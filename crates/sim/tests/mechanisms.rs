@@ -140,7 +140,7 @@ fn arm_range_skips_filtered_tiers_and_unmapped_pages() {
 /// with `walk`; returns what the walk saw (vpn, tier), the entries it counted, and the
 /// run's tiering CPU.
 fn walk_after_fill(
-    walk: fn(&mut dyn Mechanisms, &mut Vec<(Vpn, TierId)>) -> u64,
+    walk: impl Fn(&mut dyn Mechanisms, &mut Vec<(Vpn, TierId)>) -> u64 + Send + 'static,
 ) -> (Vec<(Vpn, TierId)>, u64, f64) {
     let seen = Arc::new(Mutex::new((Vec::new(), 0)));
     let log = Arc::new(Mutex::new(Log::default()));
@@ -181,26 +181,15 @@ fn a_walk_of_one_tier_sees_its_pages_and_costs_the_whole_walk() {
     assert_eq!(walked, nr);
     assert!(cpu > 0.0, "a walk is charged");
     for tier in [TierId(0), TierId(1)] {
-        let (some, w, c) = match tier.0 {
-            0 => walk_after_fill(|m, out| {
-                m.walk_tier_pages(
-                    Pid(0),
-                    page(0) >> PAGE_SHIFT,
-                    32 * MIB / PAGE_SIZE,
-                    TierId(0),
-                    &mut |v, i| out.push((v, i.tier)),
-                )
-            }),
-            _ => walk_after_fill(|m, out| {
-                m.walk_tier_pages(
-                    Pid(0),
-                    page(0) >> PAGE_SHIFT,
-                    32 * MIB / PAGE_SIZE,
-                    TierId(1),
-                    &mut |v, i| out.push((v, i.tier)),
-                )
-            }),
-        };
+        let (some, w, c) = walk_after_fill(move |m, out| {
+            m.walk_tier_pages(
+                Pid(0),
+                page(0) >> PAGE_SHIFT,
+                32 * MIB / PAGE_SIZE,
+                tier,
+                &mut |v, i| out.push((v, i.tier)),
+            )
+        });
         let want: Vec<_> = all.iter().copied().filter(|&(_, t)| t == tier).collect();
         assert!(
             !want.is_empty() && want.len() < all.len(),

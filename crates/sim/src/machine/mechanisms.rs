@@ -57,6 +57,31 @@ impl Machine {
         }
         walked
     }
+
+    /// `walk_pages`, calling `f` only for the units in `tier` where one is given: the
+    /// walk and its charge are the same either way.
+    fn walk(
+        &mut self,
+        pid: Pid,
+        start_vpn: Vpn,
+        nr_pages: u64,
+        tier: Option<TierId>,
+        f: &mut dyn FnMut(Vpn, PageInfo),
+    ) -> u64 {
+        let walked = self.for_each_unit(pid, start_vpn, nr_pages, |vpn, p| {
+            if tier.is_none_or(|t| t.0 == p.tier()) {
+                f(
+                    vpn,
+                    PageInfo {
+                        tier: TierId(p.tier()),
+                        huge: p.huge(),
+                    },
+                )
+            }
+        });
+        self.charge(walked as f64 * self.costs.pte_scan_ns);
+        walked
+    }
 }
 
 impl Mechanisms for Machine {
@@ -134,17 +159,7 @@ impl Mechanisms for Machine {
         nr_pages: u64,
         f: &mut dyn FnMut(Vpn, PageInfo),
     ) -> u64 {
-        let walked = self.for_each_unit(pid, start_vpn, nr_pages, |vpn, p| {
-            f(
-                vpn,
-                PageInfo {
-                    tier: TierId(p.tier()),
-                    huge: p.huge(),
-                },
-            )
-        });
-        self.charge(walked as f64 * self.costs.pte_scan_ns);
-        walked
+        self.walk(pid, start_vpn, nr_pages, None, f)
     }
 
     fn walk_tier_pages(
@@ -155,19 +170,7 @@ impl Mechanisms for Machine {
         tier: TierId,
         f: &mut dyn FnMut(Vpn, PageInfo),
     ) -> u64 {
-        let walked = self.for_each_unit(pid, start_vpn, nr_pages, |vpn, p| {
-            if p.tier() == tier.0 {
-                f(
-                    vpn,
-                    PageInfo {
-                        tier,
-                        huge: p.huge(),
-                    },
-                )
-            }
-        });
-        self.charge(walked as f64 * self.costs.pte_scan_ns);
-        walked
+        self.walk(pid, start_vpn, nr_pages, Some(tier), f)
     }
 
     fn arm_hint_fault(&mut self, pid: Pid, vpn: Vpn) -> bool {

@@ -105,19 +105,28 @@ impl Machine {
     /// CacheLib run at 1/8 (2 M pages, 300 epochs). After a mapping changed, the list
     /// may name VMAs by stale positions, and where the epoch touched more than an
     /// eighth of the kept pages the list costs more than a walk; then the epoch walks
-    /// every kept page once, as it did before. The hot set and the heat map are made from the accessed pages
-    /// alone (a page with no access is never hot); the fast tier's pages are the
-    /// tier's count (a resident page is always a kept one).
+    /// every kept page once, as it did before. The hot set and the heat map are made
+    /// from the accessed pages alone (a page with no access is never hot); the fast
+    /// tier's pages are the tier's count (a resident page is always a kept one).
     pub fn placement_epoch(&mut self, bins: usize) -> EpochPlacement {
         let budget = self.hot_set_pages;
         let bins = bins.max(1);
-        let total_pages: u64 = self
-            .spaces
-            .iter()
-            .flat_map(|s| s.vmas.iter())
-            .map(|v| v.vma.nr_pages)
-            .sum();
-        let bin_of = |index: u64| (index * bins as u64 / total_pages.max(1)) as u32;
+        // Where each VMA's pages start among all processes' pages in address order
+        // (the heat map's bins, and the order that breaks ties in the hot set).
+        let mut bases: Vec<Vec<u64>> = Vec::with_capacity(self.spaces.len());
+        let mut total_pages = 0u64;
+        for s in &self.spaces {
+            bases.push(
+                s.vmas
+                    .iter()
+                    .map(|v| {
+                        let base = total_pages;
+                        total_pages += v.vma.nr_pages;
+                        base
+                    })
+                    .collect(),
+            );
+        }
         let sampler = &self.sampler;
         let EpochScratch {
             accessed,
@@ -128,16 +137,24 @@ impl Machine {
             ties,
         } = &mut self.placement_scratch;
         touched.clear();
+        // Take a page's count for this epoch, if it has one.
+        let mut take = |index: u64, p: &mut PageState| {
+            let count = std::mem::take(&mut p.epoch_accesses);
+            if count > 0 {
+                touched.push(TouchedPage {
+                    index,
+                    bin: (index * bins as u64 / total_pages.max(1)) as u32,
+                    count,
+                    fast: p.tier() == 0,
+                });
+            }
+        };
         if std::mem::take(walk_next) {
             accessed.clear();
             let (mut fast_seen, mut kept_seen) = (0u64, 0usize);
-            // Pages of all processes in address order, for the heat map's bins.
-            let mut vma_base = 0u64;
             let mut chunks = Vec::new();
             for (pid, s) in self.spaces.iter_mut().enumerate() {
-                for v in s.vmas.iter_mut() {
-                    let base = vma_base;
-                    vma_base += v.vma.nr_pages;
+                for (v, &base) in s.vmas.iter_mut().zip(&bases[pid]) {
                     chunks.clear();
                     for_sampled_chunks(sampler, pid as u32, v, |range| chunks.push(range));
                     for range in chunks.drain(..) {
@@ -145,16 +162,7 @@ impl Machine {
                         let first = base + range.start as u64;
                         for (index, p) in (first..).zip(v.pages[range].iter_mut()) {
                             fast_seen += (p.tier() == 0) as u64;
-                            let count = p.epoch_accesses;
-                            if count > 0 {
-                                touched.push(TouchedPage {
-                                    index,
-                                    bin: bin_of(index),
-                                    count,
-                                    fast: p.tier() == 0,
-                                });
-                                p.epoch_accesses = 0;
-                            }
+                            take(index, p);
                         }
                     }
                 }
@@ -165,32 +173,12 @@ impl Machine {
             );
             *list_limit = kept_seen / 8;
         } else {
-            // Where each VMA's pages start among all processes' pages in address order.
-            let mut bases = Vec::with_capacity(self.spaces.len());
-            let mut vma_base = 0u64;
-            for s in &self.spaces {
-                let mut b = Vec::with_capacity(s.vmas.len());
-                for v in &s.vmas {
-                    b.push(vma_base);
-                    vma_base += v.vma.nr_pages;
-                }
-                bases.push(b);
-            }
+            // A page listed twice finds its count taken by the first read (or the page
+            // freed since): zero, skipped.
             for a in accessed.drain(..) {
-                let p =
-                    &mut self.spaces[a.pid as usize].vmas[a.vma as usize].pages[a.page as usize];
-                let count = p.epoch_accesses;
-                // Zero: listed twice (the first read took it), or freed since.
-                if count > 0 {
-                    let index = bases[a.pid as usize][a.vma as usize] + a.page;
-                    touched.push(TouchedPage {
-                        index,
-                        bin: bin_of(index),
-                        count,
-                        fast: p.tier() == 0,
-                    });
-                    p.epoch_accesses = 0;
-                }
+                let (pid, vma) = (a.pid as usize, a.vma as usize);
+                let p = &mut self.spaces[pid].vmas[vma].pages[a.page as usize];
+                take(bases[pid][vma] + a.page, p);
             }
         }
         // Hot set: counts above the threshold, plus as many ties at it as there is room
