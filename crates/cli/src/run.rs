@@ -192,16 +192,23 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
         row(
             &mut t,
             "sample rate",
-            match s.sample_strata.as_deref() {
-                Some(strata) => format!(
-                    "{} of each mapping simulated (strata by {strata}); counts are for the full machine",
-                    s.sample_rate
-                ),
-                None => format!(
-                    "{} of 2 MiB regions simulated; counts are for the full machine",
-                    s.sample_rate
-                ),
-            },
+            format!(
+                "{}{}",
+                match s.sample_strata.as_deref() {
+                    Some(strata) => format!(
+                        "{} of each mapping simulated (strata by {strata}); counts are for the full machine",
+                        s.sample_rate
+                    ),
+                    None => format!(
+                        "{} of 2 MiB regions simulated; counts are for the full machine",
+                        s.sample_rate
+                    ),
+                },
+                match s.sampled_compute.as_deref() {
+                    Some(c) => format!("; the dropped accesses' compute {c}"),
+                    None => String::new(),
+                }
+            ),
         );
     }
     if let Some(c) = &s.coarse_sampling {

@@ -106,11 +106,18 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
         })?;
         set_path(&mut root, key.trim(), parse_value(value.trim()))?;
     }
-    let cfg: RunConfig = toml::Value::Table(root)
-        .try_into()
-        .map_err(|e: toml::de::Error| {
-            anyhow!("invalid configuration: {}", one_line(&e.to_string()))
-        })?;
+    let mut cfg: RunConfig =
+        toml::Value::Table(root)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                anyhow!("invalid configuration: {}", one_line(&e.to_string()))
+            })?;
+    // An exact run drops no access, so it has no dropped compute to carry: it is the
+    // same run (same identity, reused by `compare`) whatever `sim.sampled_compute`
+    // says, which lets `--validate-sampling` of both modes share their exact runs.
+    if cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT {
+        cfg.sim.sampled_compute = tierkit_core::SampledCompute::Kept;
+    }
     cfg.validate()?;
     Ok(cfg)
 }

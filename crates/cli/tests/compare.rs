@@ -570,3 +570,70 @@ set = ["workload.graph_scale=18", "workload.nr_trials=2", "sim.sample_rate=\"1/8
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// `sim.sampled_compute = "carried"` on a workload that restricts itself (GUPS): the
+/// generator adds the dropped updates' compute to the kept ones and the run divides it
+/// by N, so a compute-bound run at 1/8 takes the exact run's time; kept and carried
+/// streams are recorded apart (results the same with recording off), and the results
+/// name the carried runs.
+#[test]
+fn carried_compute_keeps_a_sampled_runs_compute_and_is_recorded_apart() {
+    let base = scratch("carried");
+    std::fs::create_dir_all(&base).unwrap();
+    let cfg = base.join("carried.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+policies = ["first-touch"]
+ratios = ["1:4"]
+machines = ["cxl"]
+seed = 3
+set = ["machine.llc_size_mib=1", "workload.footprint_mib=128", "workload.nr_updates=400000", "workload.gap_ns=2000"]
+
+[[workloads]]
+name = "gups"
+
+[[workloads]]
+name = "gups"
+set = ["sim.sample_rate=\"1/8\""]
+
+[[workloads]]
+name = "gups"
+set = ["sim.sample_rate=\"1/8\"", "sim.sampled_compute=\"carried\""]
+"#,
+    )
+    .unwrap();
+    let recorded = base.join("recorded");
+    compare(&recorded, &cfg, "1");
+    let unrecorded = base.join("unrecorded");
+    let out = compare_command(&unrecorded, &cfg, "1")
+        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
+    assert_eq!(
+        csv,
+        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
+        "a recording was shared between kept and carried compute"
+    );
+    let seconds = |rate: &str| -> f64 {
+        let line = csv
+            .lines()
+            .find(|l| l.contains(",first-touch,") && l.split(',').nth(8) == Some(rate))
+            .unwrap_or_else(|| panic!("no first-touch run at {rate}: {csv}"));
+        line.split(',').nth(9).unwrap().parse().unwrap()
+    };
+    let exact = seconds("1");
+    let carried = seconds("1/8 with compute carried");
+    assert_ne!(seconds("1/8"), carried, "{csv}");
+    assert!(
+        (carried / exact - 1.0).abs() < 0.02,
+        "carried {carried} s against exact {exact} s"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -111,6 +111,62 @@ pub struct RegionSampler {
     /// Pages sampled in time, as `(process, page)` of the run, sorted; empty in most
     /// runs.
     time_sampled: Arc<[(u32, Vpn)]>,
+    /// What becomes of the compute of the accesses a stream drops
+    /// (`sim.sampled_compute`).
+    compute: SampledCompute,
+}
+
+/// What a sampled stream does with the compute time (`gap_ns`) of the accesses it
+/// drops (`sim.sampled_compute`, `docs/sampling.md` "The compute between accesses").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampledCompute {
+    /// A kept access keeps its own gap and the dropped accesses' compute is gone: the
+    /// kept compute, weighted by N, is a draw whose skew follows the accesses' (a
+    /// zipfian store's hottest keys carry a few per cent of all compute each).
+    #[default]
+    Kept,
+    /// Compute does not depend on placement, so it is not sampled: a kept access
+    /// carries its own gap plus the gaps of the accesses its thread dropped since its
+    /// last kept one, and the machine adds gaps unweighted (where "kept" weighs each
+    /// by N), so a thread's compute is the full stream's up to its last kept access.
+    Carried,
+}
+
+/// One thread's compute carried from the accesses a sampled stream drops to the next
+/// one it keeps ([`SampledCompute::Carried`]).
+///
+/// A restricted generator ([`crate::Workload::restrict_to`]) and the simulator's
+/// stream filter both give each kept access its own gap plus the gaps of the
+/// accesses dropped since the thread's last kept one. A stream that drops nothing
+/// passes through unchanged, so filtering a sampled stream again is harmless.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ComputeCarry {
+    /// Compute not yet given to a kept access, ns.
+    pending_ns: u64,
+}
+
+impl ComputeCarry {
+    /// Carry `ns` of compute (a dropped access's gap, or several).
+    #[inline]
+    pub fn drop_ns(&mut self, ns: u64) {
+        self.pending_ns = self.pending_ns.saturating_add(ns);
+    }
+
+    /// The gap of a kept access whose own gap is `gap_ns`: its own plus what is
+    /// carried (up to `u32::MAX` ns; anything beyond stays carried to the next).
+    #[inline]
+    pub fn keep(&mut self, gap_ns: u32) -> u32 {
+        let total = self.pending_ns.saturating_add(gap_ns as u64);
+        let out = total.min(u32::MAX as u64);
+        self.pending_ns = total - out;
+        out as u32
+    }
+
+    /// Compute carried and not yet given to a kept access, ns.
+    pub fn pending_ns(&self) -> u64 {
+        self.pending_ns
+    }
 }
 
 /// Where a sampled run draws its strata (`sim.sample_strata`, `docs/sampling.md`).
@@ -187,7 +243,20 @@ impl RegionSampler {
             pid_offset: 0,
             strata: SampleStrata::Address,
             time_sampled: Arc::from([]),
+            compute: SampledCompute::Kept,
         }
+    }
+
+    /// This sampler treating the compute of dropped accesses as `compute` says.
+    pub fn with_compute(self, compute: SampledCompute) -> RegionSampler {
+        RegionSampler { compute, ..self }
+    }
+
+    /// True when a stream sampled by this sampler carries its dropped accesses'
+    /// compute to its kept ones ([`SampledCompute::Carried`]); never in an exact run.
+    #[inline]
+    pub fn carries_compute(&self) -> bool {
+        self.compute == SampledCompute::Carried && !self.keeps_all()
     }
 
     /// This sampler simulating `pages` (`(process, page)` of the run) in time rather

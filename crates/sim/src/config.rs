@@ -512,6 +512,14 @@ pub struct SimConfig {
     /// Written into a resolved config only when not 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub time_sampled_weight: f64,
+    /// What a sampled run does with the compute time of the accesses it drops:
+    /// `"kept"` (the default: each kept access keeps its own gap, the rest is gone)
+    /// or `"carried"` (compute is not sampled: a kept access carries the compute its
+    /// thread's dropped accesses had since its last kept one, and gaps are not
+    /// weighted by N; `docs/sampling.md`, "The compute between accesses"). No effect on an exact run. Written into a resolved config
+    /// only when not the default.
+    #[serde(skip_serializing_if = "is_kept_compute")]
+    pub sampled_compute: tierkit_core::SampledCompute,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -623,6 +631,10 @@ fn is_address_strata(s: &tierkit_core::SampleStrata) -> bool {
     *s == tierkit_core::SampleStrata::Address
 }
 
+fn is_kept_compute(c: &tierkit_core::SampledCompute) -> bool {
+    *c == tierkit_core::SampledCompute::Kept
+}
+
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
@@ -636,6 +648,7 @@ impl Default for SimConfig {
             sample_rate: SampleRate::EXACT,
             sample_strata: tierkit_core::SampleStrata::Address,
             time_sampled_weight: 0.0,
+            sampled_compute: tierkit_core::SampledCompute::Kept,
         }
     }
 }

@@ -364,7 +364,7 @@ impl Simulation {
 
     /// Run thread `t` until its clock reaches `horizon` (at least one op).
     fn run_thread(&mut self, t: usize, horizon: f64, max_accesses: u64) -> Result<(), SimError> {
-        let w = self.machine.event_weight();
+        let gap_w = self.machine.gap_weight();
         loop {
             let th = &mut self.threads[t];
             if th.pos == th.buf.len() {
@@ -392,8 +392,8 @@ impl Simulation {
             {
                 // Compute that crosses the horizon ends the slice first, so timers due
                 // before this access fire before it, not after.
-                if gap_ns > 0 && clock + gap_ns as f64 * w >= horizon {
-                    self.machine.clocks[t] = clock + gap_ns as f64 * w;
+                if gap_ns > 0 && clock + gap_ns as f64 * gap_w >= horizon {
+                    self.machine.clocks[t] = clock + gap_ns as f64 * gap_w;
                     if let Op::Access { gap_ns, .. } = &mut th.buf[th.pos] {
                         *gap_ns = 0;
                     }
@@ -494,6 +494,11 @@ impl Simulation {
             },
             time_sampled_pages: Some(self.machine.sampler.time_sampled().len() as u64)
                 .filter(|&n| n > 0),
+            sampled_compute: self
+                .machine
+                .sampler
+                .carries_compute()
+                .then(|| "carried".to_string()),
             sim_seconds,
             accesses: c.accesses,
             throughput_accesses_per_s: if sim_seconds > 0.0 {

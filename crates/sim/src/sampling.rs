@@ -22,6 +22,9 @@ pub struct Sampled {
     restricted: bool,
     /// Per process and thread: which accesses to the pages sampled in time it keeps.
     thinning: Vec<Vec<TimeThinning>>,
+    /// Per process and thread: compute carried from dropped accesses to kept ones,
+    /// when the sampler carries it ([`SampledCompute::Carried`]).
+    carry: Vec<Vec<ComputeCarry>>,
 }
 
 impl Sampled {
@@ -34,6 +37,7 @@ impl Sampled {
             sampler: StreamSampler::new(sampler),
             restricted,
             thinning: Vec::new(),
+            carry: Vec::new(),
         }
     }
 }
@@ -41,23 +45,27 @@ impl Sampled {
 impl Sampled {
     /// Drop the unsampled accesses of `out[first..]` of thread `thread` of process
     /// `pid`, following its mappings in stream order (a restricted workload's
-    /// accesses are all kept; only its mappings are followed).
+    /// accesses are all kept; only its mappings are followed). When the sampler
+    /// carries compute, a kept access's gap grows by the gaps of the accesses the
+    /// thread dropped since its last kept one (a restricted workload's already
+    /// holds them, and nothing is dropped here), and the machine then weighs gaps by
+    /// 1, not N (`Machine::gap_weight`): wrapping a sampled stream again changes
+    /// nothing.
     fn filter(&mut self, pid: u32, thread: usize, out: &mut Vec<Op>, first: usize) {
         let sampler = &mut self.sampler;
         let restricted = self.restricted;
         let in_time = !restricted && !sampler.sampler().time_sampled().is_empty();
+        let p = pid as usize;
         if in_time {
-            let p = pid as usize;
-            if self.thinning.len() <= p {
-                self.thinning.resize_with(p + 1, Vec::new);
-            }
-            if self.thinning[p].len() <= thread {
-                self.thinning[p].resize_with(thread + 1, TimeThinning::default);
-            }
+            grow(&mut self.thinning, p, thread);
+        }
+        let carried = sampler.sampler().carries_compute();
+        if carried {
+            grow(&mut self.carry, p, thread);
         }
         let mut k = first;
         for i in first..out.len() {
-            let op = out[i];
+            let mut op = out[i];
             let keep = match op {
                 Op::Access { addr, .. } if in_time => {
                     let vpn = addr >> PAGE_SHIFT;
@@ -77,6 +85,16 @@ impl Sampled {
                     true
                 }
             };
+            if carried {
+                if let Op::Access { gap_ns, .. } = &mut op {
+                    let carry = &mut self.carry[p][thread];
+                    if keep {
+                        *gap_ns = carry.keep(*gap_ns);
+                    } else {
+                        carry.drop_ns(*gap_ns as u64);
+                    }
+                }
+            }
             if keep {
                 out[k] = op;
                 k += 1;
@@ -86,9 +104,21 @@ impl Sampled {
     }
 }
 
+/// Make `per[p][thread]` exist.
+fn grow<T: Default>(per: &mut Vec<Vec<T>>, p: usize, thread: usize) {
+    if per.len() <= p {
+        per.resize_with(p + 1, Vec::new);
+    }
+    if per[p].len() <= thread {
+        per[p].resize_with(thread + 1, T::default);
+    }
+}
+
 /// The sampler of a run: `sim.sample_rate`, salted by the run's seed.
 pub fn sampler_for(sim: &SimConfig, seed: u64) -> RegionSampler {
-    RegionSampler::new(sim.sample_rate.scale(), seed).with_strata(sim.sample_strata)
+    RegionSampler::new(sim.sample_rate.scale(), seed)
+        .with_strata(sim.sample_strata)
+        .with_compute(sim.sampled_compute)
 }
 
 /// `workload` as a run with `sim` and `seed` simulates it, and the sampler the

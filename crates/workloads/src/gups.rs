@@ -27,11 +27,12 @@ use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use tierkit_core::{
-    ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE,
+    ComputeCarry, ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape,
+    PAGE_SIZE,
 };
 
 use crate::common::{self, below};
-use crate::kept::{push_kept_page_writes, skip_to_kept, unit_f64, KeptElements};
+use crate::kept::{gap_after, push_kept_page_writes, skip_to_kept, unit_f64, KeptElements};
 use crate::layout::{Layout, Mapping};
 use crate::{thread_rng, BATCH_OPS};
 
@@ -118,6 +119,8 @@ struct ThreadState {
     init_end: u64,
     /// Updates still to generate.
     updates_left: u64,
+    /// Compute of the updates a restricted stream dropped, for the next kept one.
+    carry: ComputeCarry,
 }
 
 /// The GUPS generator (see the module docs).
@@ -152,6 +155,8 @@ struct Restriction {
     q: f64,
     /// Probability that a kept update came from the hot branch.
     hot_given_kept: f64,
+    /// The sampler carries the dropped updates' compute to the kept ones.
+    carried: bool,
 }
 
 impl Gups {
@@ -181,6 +186,7 @@ impl Gups {
                     init_next,
                     init_end,
                     updates_left: hi - lo,
+                    carry: ComputeCarry::default(),
                 }
             })
             .collect();
@@ -300,6 +306,7 @@ impl Workload for Gups {
             kept_all,
             q,
             hot_given_kept: if q > 0.0 { from_hot / q } else { 0.0 },
+            carried: sampler.carries_compute(),
         });
         true
     }
@@ -342,7 +349,7 @@ impl Gups {
             out.push(Op::Access {
                 addr,
                 write: false,
-                gap_ns: self.gap_ns,
+                gap_ns: gap_after(&mut t.carry, r.carried, skip - 1, self.gap_ns),
             });
             out.push(Op::Access {
                 addr,

@@ -38,11 +38,12 @@ use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use tierkit_core::{
-    ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE, PAGE_SIZE,
+    ComputeCarry, ConfigError, Op, ProcessShape, VmaKind, Workload, WorkloadShape, CACHE_LINE,
+    PAGE_SIZE,
 };
 
 use crate::common::{self, below};
-use crate::kept::{skip_to_kept, KeptElements};
+use crate::kept::{gap_after, skip_to_kept, KeptElements};
 use crate::layout::{Layout, Mapping};
 use crate::{thread_rng, BATCH_OPS};
 
@@ -130,6 +131,8 @@ struct ThreadState {
     /// Current interval (over all cycles), and accesses left in it.
     interval: u64,
     left_in_interval: u64,
+    /// Compute of the accesses a restricted stream dropped, for the next kept one.
+    carry: ComputeCarry,
 }
 
 /// The shifting hot-set generator (see the module docs).
@@ -149,6 +152,8 @@ pub struct HotShift {
     /// Set by [`Workload::restrict_to`]: per thread and position, the region's kept
     /// cache lines, to draw only the sampled accesses.
     restricted: Option<Vec<Vec<KeptLines>>>,
+    /// The sampler carries the dropped accesses' compute to the kept ones.
+    carried: bool,
 }
 
 /// The kept cache lines of one region, and the chance that a uniform draw over the
@@ -185,6 +190,7 @@ impl HotShift {
                 rng: thread_rng(seed, 0, t),
                 interval: 0,
                 left_in_interval: interval_accesses,
+                carry: ComputeCarry::default(),
             })
             .collect();
         HotShift {
@@ -199,6 +205,7 @@ impl HotShift {
             mlp: cfg.mlp,
             threads,
             restricted: None,
+            carried: false,
         }
     }
 
@@ -287,6 +294,7 @@ impl Workload for HotShift {
             })
             .collect();
         self.restricted = Some(kept);
+        self.carried = sampler.carries_compute();
         true
     }
 
@@ -317,6 +325,11 @@ impl HotShift {
             let region = &kept[position];
             let skip = skip_to_kept(&mut t.rng, region.q);
             if skip > t.left_in_interval {
+                // The interval's remaining accesses are all dropped.
+                if self.carried {
+                    t.carry
+                        .drop_ns(t.left_in_interval.saturating_mul(self.gap_ns as u64));
+                }
                 t.left_in_interval = 0;
                 continue;
             }
@@ -325,7 +338,7 @@ impl HotShift {
             out.push(Op::Access {
                 addr: self.regions[thread][position].addr + line * CACHE_LINE,
                 write: !self.read.sample(&mut t.rng),
-                gap_ns: self.gap_ns,
+                gap_ns: gap_after(&mut t.carry, self.carried, skip - 1, self.gap_ns),
             });
         }
     }

@@ -16,7 +16,7 @@
 //! [`Workload::restrict_to`]: tierkit_core::Workload::restrict_to
 
 use rand::RngCore;
-use tierkit_core::{Op, RegionSampler, HUGE_PAGE_SIZE, PAGE_SIZE};
+use tierkit_core::{ComputeCarry, Op, RegionSampler, HUGE_PAGE_SIZE, PAGE_SIZE};
 
 use crate::layout::Mapping;
 use crate::BATCH_OPS;
@@ -183,6 +183,20 @@ pub fn push_kept_page_writes(
             *next = ((*next / pages_per_region + 1) * pages_per_region).min(end);
         }
     }
+}
+
+/// The gap of a restricted stream's kept operation that comes after `dropped`
+/// operations the sample dropped, each of them (and itself) `gap_ns` of compute: its
+/// own gap, plus, when the sampler carries compute
+/// ([`tierkit_core::SampledCompute::Carried`]), the dropped ones', through the
+/// thread's `carry`.
+#[inline]
+pub fn gap_after(carry: &mut ComputeCarry, carried: bool, dropped: u64, gap_ns: u32) -> u32 {
+    if !carried {
+        return gap_ns;
+    }
+    carry.drop_ns(dropped.saturating_mul(gap_ns as u64));
+    carry.keep(gap_ns)
 }
 
 /// Walker's alias method (Vose's construction): draws an index in `[0, n)` with

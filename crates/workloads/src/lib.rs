@@ -441,12 +441,30 @@ pub(crate) mod testutil {
     /// counts within `tol` (relative), the same share of accesses per kept 2 MiB
     /// region, of writes and of accesses with a compute gap (each within `tol`,
     /// absolute), and nothing outside the kept regions.
+    ///
+    /// Then again with the sampler carrying compute
+    /// ([`tierkit_core::SampledCompute::Carried`]): the filtered stream carries each
+    /// dropped access's gap to its thread's next kept access, and the restricted
+    /// stream must carry as much compute in all (within `tol`, relative).
     pub fn check_restricted(
         make: &dyn Fn() -> Box<dyn Workload>,
         sampler: &tierkit_core::RegionSampler,
         tol: f64,
     ) {
+        check_restricted_as(make, sampler, tol);
+        let carried = sampler
+            .clone()
+            .with_compute(tierkit_core::SampledCompute::Carried);
+        check_restricted_as(make, &carried, tol);
+    }
+
+    fn check_restricted_as(
+        make: &dyn Fn() -> Box<dyn Workload>,
+        sampler: &tierkit_core::RegionSampler,
+        tol: f64,
+    ) {
         use std::collections::BTreeMap;
+        let carried = sampler.carries_compute();
         let full = drain(make().as_mut());
         let mut w = make();
         assert!(w.restrict_to(sampler), "the workload restricts itself");
@@ -462,29 +480,36 @@ pub(crate) mod testutil {
             }
         }
         let sampler = &stream_sampler;
-        // (accesses, writes, gapped, per-region counts) of one thread's kept accesses.
+        // (accesses, writes, gapped, compute, per-region counts) of one thread's kept
+        // accesses; a filtered stream carries its dropped gaps when compute is carried.
         let profile = |pid: usize, ops: &[Op], filter: bool| {
             let mut regions = BTreeMap::<u64, u64>::new();
-            let (mut n, mut writes, mut gapped) = (0u64, 0u64, 0u64);
-            for (addr, write, gap) in accesses(ops) {
+            let (mut n, mut writes, mut gapped, mut compute) = (0u64, 0u64, 0u64, 0u64);
+            let mut carry = tierkit_core::ComputeCarry::default();
+            for (addr, write, mut gap) in accesses(ops) {
                 let kept = sampler.keeps(pid as u32, addr);
                 if filter && !kept {
+                    carry.drop_ns(gap as u64);
                     continue;
                 }
                 assert!(kept, "restricted access {addr:#x} outside the kept regions");
+                if filter && carried {
+                    gap = carry.keep(gap);
+                }
                 n += 1;
                 writes += write as u64;
                 gapped += (gap > 0) as u64;
+                compute += gap as u64;
                 *regions
                     .entry(addr >> tierkit_core::HUGE_PAGE_SHIFT)
                     .or_default() += 1;
             }
-            (n, writes, gapped, regions)
+            (n, writes, gapped, compute, regions)
         };
         for (pid, threads) in full.streams.iter().enumerate() {
             for (t, ops) in threads.iter().enumerate() {
-                let (nf, wf, gf, rf) = profile(pid, ops, true);
-                let (nr, wr, gr, rr) = profile(pid, &restricted.streams[pid][t], false);
+                let (nf, wf, gf, cf, rf) = profile(pid, ops, true);
+                let (nr, wr, gr, cr, rr) = profile(pid, &restricted.streams[pid][t], false);
                 assert!(nf > 0, "the test's sample must keep accesses");
                 let rel = (nr as f64 / nf as f64 - 1.0).abs();
                 assert!(
@@ -494,6 +519,12 @@ pub(crate) mod testutil {
                 let share = |x: u64, n: u64| x as f64 / n.max(1) as f64;
                 assert!((share(wr, nr) - share(wf, nf)).abs() < tol, "write share");
                 assert!((share(gr, nr) - share(gf, nf)).abs() < tol, "gapped share");
+                if carried {
+                    assert!(
+                        (cr as f64 / cf.max(1) as f64 - 1.0).abs() < tol.max(1e-12) || cr == cf,
+                        "thread {pid}/{t}: {cr} ns of compute vs {cf} filtered and carried"
+                    );
+                }
                 for region in rf.keys().chain(rr.keys()) {
                     let a = share(*rf.get(region).unwrap_or(&0), nf);
                     let b = share(*rr.get(region).unwrap_or(&0), nr);

@@ -40,11 +40,12 @@ use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use tierkit_core::{
-    ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape, PAGE_SIZE,
+    ComputeCarry, ConfigError, Op, ProcessShape, RegionSampler, VmaKind, Workload, WorkloadShape,
+    PAGE_SIZE,
 };
 
 use crate::common::{self, below};
-use crate::kept::{push_kept_page_writes, skip_to_kept, AliasTable, KeptElements};
+use crate::kept::{gap_after, push_kept_page_writes, skip_to_kept, AliasTable, KeptElements};
 use crate::layout::{Layout, Mapping};
 use crate::{thread_rng, BATCH_OPS};
 
@@ -175,6 +176,8 @@ struct ThreadState {
     accesses_left: u64,
     /// In-page offset of the next access.
     offset: u64,
+    /// Compute of the accesses a restricted stream dropped, for the next kept one.
+    carry: ComputeCarry,
 }
 
 /// The pmbench generator (see the module docs).
@@ -287,6 +290,7 @@ impl Pmbench {
                     init_end,
                     accesses_left: hi - lo,
                     offset: 0,
+                    carry: ComputeCarry::default(),
                 }
             })
             .collect();
@@ -491,6 +495,7 @@ impl Pmbench {
         let r = &restricted.domains[domain];
         let base = self.region.addr;
         let pid = self.process as u32;
+        let carried = restricted.sampler.carries_compute();
         let t = &mut self.threads[thread];
         out.reserve(BATCH_OPS);
         push_kept_page_writes(
@@ -518,7 +523,7 @@ impl Pmbench {
             out.push(Op::Access {
                 addr: base + page * PAGE_SIZE + offset,
                 write: !self.read.sample(&mut t.rng),
-                gap_ns: self.delay_ns,
+                gap_ns: gap_after(&mut t.carry, carried, skip - 1, self.delay_ns),
             });
             t.offset = (offset + self.stride_bytes) % PAGE_SIZE;
         }
@@ -692,6 +697,8 @@ mod tests {
                 pattern,
                 read_ratio: 0.7,
                 stride_bytes: 192,
+                // A gap, so that the carried compute is checked too.
+                delay_ns: 40,
                 ..small(128, 2_000_000, 2)
             };
             crate::testutil::check_restricted(&|| Box::new(Pmbench::new(&cfg, 8)), &sampler, 0.01);

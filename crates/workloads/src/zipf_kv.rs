@@ -19,11 +19,11 @@ use rand::distributions::{Bernoulli, Distribution};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use tierkit_core::{
-    ConfigError, Op, ProcessShape, RegionSampler, Workload, WorkloadShape, CACHE_LINE,
+    ComputeCarry, ConfigError, Op, ProcessShape, RegionSampler, Workload, WorkloadShape, CACHE_LINE,
 };
 
 use crate::common;
-use crate::kept::{skip_to_kept, AliasTable};
+use crate::kept::{gap_after, skip_to_kept, AliasTable};
 use crate::kv::{self, KvStore};
 use crate::layout::{Layout, Mapping};
 use crate::zipf::{fnv1a64, Zipfian};
@@ -118,6 +118,8 @@ struct ThreadState {
     load_end: u64,
     /// Operations still to generate.
     ops_left: u64,
+    /// Compute of the operations a restricted stream dropped, for the next kept one.
+    carry: ComputeCarry,
 }
 
 /// The zipfian key-value generator (see the module docs).
@@ -180,6 +182,7 @@ impl ZipfKv {
                     load_next,
                     load_end,
                     ops_left: hi - lo,
+                    carry: ComputeCarry::default(),
                 }
             })
             .collect();
@@ -345,7 +348,8 @@ impl ZipfKv {
     /// buckets; operations jump over those that touch no kept region by a geometric
     /// skip, then draw a kept rank with the sampler's probability conditioned on being
     /// kept and emit its kept accesses (a record read keeps no gap when its bucket
-    /// read, which carries the operation's gap, is dropped).
+    /// read, which carries the operation's gap, is dropped, unless compute is
+    /// carried).
     fn fill_restricted(&mut self, thread: usize, out: &mut Vec<Op>) {
         let r = self.restricted.as_ref().expect("restricted");
         let t = &mut self.threads[thread];
@@ -378,11 +382,15 @@ impl ZipfKv {
             } else {
                 entry >> 2
             };
+            // The operation's gap rides on its bucket read, or when that is dropped
+            // and compute is carried, on its record read.
+            let carried = r.sampler.carries_compute();
+            let gap_ns = gap_after(&mut t.carry, carried, skip - 1, self.gap_ns);
             if entry & 2 != 0 {
                 out.push(Op::Access {
                     addr: self.store.bucket_addr(key),
                     write: false,
-                    gap_ns: self.gap_ns,
+                    gap_ns,
                 });
             }
             if entry & 1 != 0 {
@@ -390,7 +398,7 @@ impl ZipfKv {
                 out.push(Op::Access {
                     addr: rec,
                     write: !self.read.sample(&mut t.rng),
-                    gap_ns: 0,
+                    gap_ns: if entry & 2 == 0 && carried { gap_ns } else { 0 },
                 });
                 for line in 1..self.lines_per_op {
                     out.push(Op::Access {

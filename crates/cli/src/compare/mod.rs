@@ -738,8 +738,13 @@ fn stream_key(cfg: &RunConfig) -> String {
         x if x > 0.0 => format!("\ntime_sampled_weight={x}"),
         _ => String::new(),
     };
+    // And, when carried, the dropped accesses' compute rides on the kept ones.
+    let compute = match cfg.sim.sampled_compute {
+        tierkit_core::SampledCompute::Kept => "",
+        tierkit_core::SampledCompute::Carried => "\nsampled_compute=carried",
+    };
     format!(
-        "{}\nseed={}\nsample_rate={}{strata}{in_time}",
+        "{}\nseed={}\nsample_rate={}{strata}{in_time}{compute}",
         toml::to_string(&cfg.workload).unwrap_or_default(),
         cfg.seed,
         cfg.sim.sample_rate
@@ -853,10 +858,16 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                 reference: x.reference,
                 seed: s.seed,
                 policy_time_scale: s.policy_time_scale,
-                sample_rate: match &s.sample_strata {
-                    Some(strata) => format!("{} by {strata}", s.sample_rate),
-                    None => s.sample_rate.clone(),
-                },
+                sample_rate: format!(
+                    "{}{}{}",
+                    s.sample_rate,
+                    s.sample_strata
+                        .as_ref()
+                        .map_or(String::new(), |strata| format!(" by {strata}")),
+                    s.sampled_compute
+                        .as_ref()
+                        .map_or(String::new(), |c| format!(" with compute {c}"))
+                ),
                 sim_seconds: s.sim_seconds,
                 slowdown: ratio(s.sim_seconds, fast.map(|f| f.summary.sim_seconds)),
                 fast_access_ratio: s.fast_access_ratio,

@@ -119,7 +119,7 @@ impl Machine {
         // The thread's clock comes in and goes out in a register (the engine's loop
         // keeps it there from one access to the next, off the store-to-load path); it
         // is written back before anything else (the fault path, a policy) can read it.
-        let mut clock = clock + gap_ns as f64 * w;
+        let mut clock = clock + gap_ns as f64 * self.gap_weight;
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
         let space = &mut self.spaces[pid as usize];

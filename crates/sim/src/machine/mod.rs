@@ -166,6 +166,11 @@ pub struct Machine {
     /// Events each simulated event stands for: `1 / sample_rate` (1 when exact). Scales
     /// every per-event time and cost; see `docs/sampling.md`.
     event_weight: f64,
+    /// What a thread's compute gap is multiplied by: the event weight, unless the
+    /// stream carries its dropped accesses' compute (`sim.sampled_compute`), whose
+    /// kept gaps are already the compute of everything the thread did since its
+    /// last kept access; 1 when exact.
+    gap_weight: f64,
     /// Capacity of each tier on the full (unsampled) machine, pages, for reports.
     pub(crate) full_capacity: Vec<u64>,
     /// Mappings smaller than one sampling stratum (count, bytes): see
@@ -331,6 +336,11 @@ impl Machine {
             llc: p.llc.map(|(size, ways)| Llc::new(size, ways)),
             ns_per_copy_byte: 1.0 / p.costs.migrate_copy_gbps,
             event_weight,
+            gap_weight: if p.sampler.carries_compute() {
+                1.0
+            } else {
+                event_weight
+            },
             full_capacity: p.tiers.capacity_pages.clone(),
             coarse_mappings: (0, 0),
             hot_set_pages: if p.space_scale.is_exact() {
@@ -402,6 +412,12 @@ impl Machine {
     #[inline]
     pub fn event_weight(&self) -> f64 {
         self.event_weight
+    }
+
+    /// What a compute gap of the stream is multiplied by (see `gap_weight`).
+    #[inline]
+    pub fn gap_weight(&self) -> f64 {
+        self.gap_weight
     }
 
     /// Charge the cost of one simulated event that stands for `event_weight` events

@@ -54,7 +54,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
-use tierkit_core::{Op, StreamSampler, TimeThinning, PAGE_SIZE};
+use tierkit_core::{ComputeCarry, Op, StreamSampler, TimeThinning, PAGE_SIZE};
 
 use crate::common;
 use crate::BATCH_OPS;
@@ -175,6 +175,12 @@ struct TrialRecording {
     /// Per thread: replayed trials done, and (byte offset, previous access address)
     /// in the current one once started.
     cursor: Vec<(u32, Option<(usize, u64)>)>,
+    /// Per thread, when compute is carried: the compute dropped after the last kept
+    /// access of what precedes each trial mark (`tails[t][k + 1]` is trial `k`'s),
+    /// and of the last trial once replay starts. A trial is recorded with the
+    /// compute it carries within itself; a replay adds the previous trial's tail to
+    /// its first access, as the filtered stream of the full replay would.
+    tails: Vec<Vec<u64>>,
 }
 
 impl TrialRecording {
@@ -184,6 +190,7 @@ impl TrialRecording {
             last: vec![0; nr_threads],
             starts: vec![Vec::new(); nr_threads],
             cursor: vec![(0, None); nr_threads],
+            tails: vec![Vec::new(); nr_threads],
         }
     }
 
@@ -203,10 +210,23 @@ impl TrialRecording {
     }
 
     /// Append thread `thread`'s next replayed operations to `out`, up to
-    /// [`BATCH_OPS`], for `replayed_trials` trials in all.
-    fn replay(&mut self, thread: usize, replayed_trials: u32, out: &mut Vec<Op>) {
+    /// [`BATCH_OPS`], for `replayed_trials` trials in all. `carry`: the thread's
+    /// carried compute when compute is carried.
+    fn replay(
+        &mut self,
+        thread: usize,
+        replayed_trials: u32,
+        mut carry: Option<&mut ThreadCarry>,
+        out: &mut Vec<Op>,
+    ) {
         let computed = self.starts[thread].len();
         let bytes = &self.bytes[thread];
+        if let Some(c) = carry.as_deref_mut() {
+            // The last trial ends where replay starts.
+            if self.tails[thread].len() == computed {
+                self.tails[thread].push(c.end_segment());
+            }
+        }
         while out.len() < BATCH_OPS {
             let (done, at) = self.cursor[thread];
             if done == replayed_trials || computed == 0 {
@@ -218,14 +238,44 @@ impl TrialRecording {
                 .get(k + 1)
                 .map_or(bytes.len(), |&(at, _)| at);
             while pos < end && out.len() < BATCH_OPS {
-                out.push(crate::recorded::decode(bytes, &mut pos, &mut last));
+                let mut op = crate::recorded::decode(bytes, &mut pos, &mut last);
+                if let (Some(c), Op::Access { gap_ns, .. }) = (carry.as_deref_mut(), &mut op) {
+                    *gap_ns = c.owed.keep(*gap_ns);
+                }
+                out.push(op);
             }
             self.cursor[thread] = if pos == end {
+                if let Some(c) = carry.as_deref_mut() {
+                    c.owed.drop_ns(self.tails[thread][k + 1]);
+                }
                 (done + 1, None)
             } else {
                 (done, Some((pos, last)))
             };
         }
+    }
+}
+
+/// One thread's compute carried from dropped accesses to kept ones in a restricted
+/// graph stream ([`tierkit_core::SampledCompute::Carried`]), split at trial marks so
+/// that a recorded trial carries only its own compute (see [`TrialRecording`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadCarry {
+    /// Dropped since the last trial mark (or the start), for the next kept access.
+    within: ComputeCarry,
+    /// Owed to the next kept access from before the last trial mark.
+    owed: ComputeCarry,
+}
+
+impl ThreadCarry {
+    /// End a segment at a trial mark (or at the end of the computed trials): what
+    /// it dropped after its last kept access becomes owed, and is returned as its
+    /// tail.
+    fn end_segment(&mut self) -> u64 {
+        let tail = self.within.pending_ns();
+        self.within = ComputeCarry::default();
+        self.owed.drop_ns(tail);
+        tail
     }
 }
 
@@ -248,6 +298,9 @@ struct KeptPages {
     thinning: Vec<TimeThinning>,
     /// True when the sampler samples some page in time.
     in_time: bool,
+    /// Per thread, when the sampler carries compute: the dropped accesses' compute
+    /// for the next kept one. Empty otherwise.
+    carry: Vec<ThreadCarry>,
 }
 
 impl KeptPages {
@@ -276,6 +329,7 @@ impl KeptPages {
             bits,
             thinning: Vec::new(),
             in_time,
+            carry: Vec::new(),
         }
     }
 
@@ -345,19 +399,45 @@ impl Queues {
 impl Sink for Queues {
     #[inline]
     fn access(&mut self, thread: usize, addr: u64, write: bool) {
-        if let Some(kept) = &mut self.keep {
-            if !kept.keeps(addr) || (kept.in_time && !kept.keeps_in_time(thread, addr)) {
-                return;
+        let op = Op::Access {
+            addr,
+            write,
+            gap_ns: self.gap_ns,
+        };
+        let Some(kept) = &mut self.keep else {
+            return self.push(thread, op);
+        };
+        let keep = kept.keeps(addr) && (!kept.in_time || kept.keeps_in_time(thread, addr));
+        if !kept.sampler.sampler().carries_compute() {
+            if keep {
+                self.push(thread, op);
             }
+            return;
         }
-        self.push(
-            thread,
-            Op::Access {
-                addr,
-                write,
-                gap_ns: self.gap_ns,
-            },
-        );
+        let nr_threads = self.queues.len();
+        kept.carry.resize_with(nr_threads, ThreadCarry::default);
+        let c = &mut kept.carry[thread];
+        if !keep {
+            c.within.drop_ns(self.gap_ns as u64);
+            return;
+        }
+        // Recorded with the compute it carries within its trial; queued with what
+        // is owed from before too.
+        let within = c.within.keep(self.gap_ns);
+        let live = c.owed.keep(within);
+        let recorded = Op::Access {
+            addr,
+            write,
+            gap_ns: within,
+        };
+        if let Some(r) = &mut self.recording {
+            r.push(thread, &recorded);
+        }
+        self.queues[thread].push_back(Op::Access {
+            addr,
+            write,
+            gap_ns: live,
+        });
     }
 
     fn op(&mut self, thread: usize, op: Op) {
@@ -373,6 +453,17 @@ impl Sink for Queues {
         }
         if let Some(r) = &mut self.recording {
             r.start_trial();
+            if let Some(kept) = self
+                .keep
+                .as_mut()
+                .filter(|k| k.sampler.sampler().carries_compute())
+            {
+                kept.carry
+                    .resize_with(self.queues.len(), ThreadCarry::default);
+                for (t, c) in kept.carry.iter_mut().enumerate() {
+                    r.tails[t].push(c.end_segment());
+                }
+            }
         }
     }
 }
@@ -499,7 +590,16 @@ impl<P: Program> Runner<P> {
     /// Thread `thread`'s next batch of replayed trials.
     fn replay(&mut self, thread: usize, out: &mut Vec<Op>) {
         if let Some(r) = &mut self.queues.recording {
-            r.replay(thread, self.replayed_trials, out);
+            let carry = self
+                .queues
+                .keep
+                .as_mut()
+                .filter(|k| k.sampler.sampler().carries_compute())
+                .map(|k| {
+                    k.carry.resize_with(r.bytes.len(), ThreadCarry::default);
+                    &mut k.carry[thread]
+                });
+            r.replay(thread, self.replayed_trials, carry, out);
         }
     }
 }
