@@ -47,8 +47,8 @@ impl Sampled {
     /// `pid`, following its mappings in stream order (a restricted workload's
     /// accesses are all kept; only its mappings are followed). When the sampler
     /// carries compute, a kept access's gap grows by the gaps of the accesses the
-    /// thread dropped since its last kept one (a restricted workload's already
-    /// holds them, and nothing is dropped here), and the machine then weighs gaps by
+    /// thread dropped since its last kept one (a restricted workload's gaps already
+    /// hold them, and nothing is dropped here), and the machine then weighs gaps by
     /// 1, not N (`Machine::gap_weight`): wrapping a sampled stream again changes
     /// nothing.
     fn filter(&mut self, pid: u32, thread: usize, out: &mut Vec<Op>, first: usize) {
@@ -59,10 +59,12 @@ impl Sampled {
         if in_time {
             grow(&mut self.thinning, p, thread);
         }
-        let carried = sampler.sampler().carries_compute();
-        if carried {
+        let mut carry = if !restricted && sampler.sampler().carries_compute() {
             grow(&mut self.carry, p, thread);
-        }
+            Some(&mut self.carry[p][thread])
+        } else {
+            None
+        };
         let mut k = first;
         for i in first..out.len() {
             let mut op = out[i];
@@ -85,9 +87,8 @@ impl Sampled {
                     true
                 }
             };
-            if carried {
+            if let Some(carry) = carry.as_deref_mut() {
                 if let Op::Access { gap_ns, .. } = &mut op {
-                    let carry = &mut self.carry[p][thread];
                     if keep {
                         *gap_ns = carry.keep(*gap_ns);
                     } else {
