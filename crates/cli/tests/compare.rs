@@ -572,8 +572,10 @@ set = ["workload.graph_scale=18", "workload.nr_trials=2", "sim.sample_rate=\"1/8
 }
 
 /// `sim.sampled_compute = "carried"` on a workload that restricts itself (GUPS): the
-/// generator adds the dropped updates' compute to the kept ones and the run divides it
-/// by N, so a compute-bound run at 1/8 takes the exact run's time; kept and carried
+/// generator adds the dropped updates' compute to the kept ones and the machine adds
+/// each gap once rather than N times, so a compute-bound run at 1/8 takes the exact
+/// run's time (a recorded stream, replayed through the filter again, is not carried
+/// twice); kept and carried
 /// streams are recorded apart (results the same with recording off), and the results
 /// name the carried runs.
 #[test]
