@@ -54,6 +54,31 @@ fn compare(dir: &Path, cfg: &Path, jobs: &str) -> Output {
     out
 }
 
+/// Run the matrix `cfg` into `base/recorded`, then with no recording budget (every
+/// run generating its own streams) into `base/unrecorded`; assert both give the same
+/// results (`why`: what a difference would mean) and return them.
+fn results_recorded_and_generated(base: &Path, cfg: &Path, jobs: &str, why: &str) -> String {
+    let recorded = base.join("recorded");
+    compare(&recorded, cfg, jobs);
+    let unrecorded = base.join("unrecorded");
+    let out = compare_command(&unrecorded, cfg, jobs)
+        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
+    assert_eq!(
+        csv,
+        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
+        "{why}"
+    );
+    csv
+}
+
 #[test]
 fn tiny_matrix_runs_identically_for_any_jobs_and_resumes() {
     let base = scratch("tiny");
@@ -467,24 +492,8 @@ set = ["workload.footprint_mib=36", "workload.nr_updates=400000", "sim.sample_st
 "#,
     )
     .unwrap();
-    let recorded = base.join("recorded");
-    compare(&recorded, &cfg, "1");
-    let unrecorded = base.join("unrecorded");
-    let out = compare_command(&unrecorded, &cfg, "1")
-        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
-    assert_eq!(
-        csv,
-        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
-        "a recording was shared across strata"
-    );
+    let csv =
+        results_recorded_and_generated(&base, &cfg, "1", "a recording was shared across strata");
     let first_touch: Vec<&str> = csv
         .lines()
         .filter(|l| l.contains(",first-touch,"))
@@ -533,24 +542,8 @@ set = ["workload.graph_scale=18", "workload.nr_trials=2", "sim.sample_rate=\"1/8
 "#,
     )
     .unwrap();
-    let recorded = base.join("recorded");
-    compare(&recorded, &cfg, "2");
-    let unrecorded = base.join("unrecorded");
-    let out = compare_command(&unrecorded, &cfg, "2")
-        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
-    assert_eq!(
-        csv,
-        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
-        "replaying a recording changed a run"
-    );
+    let csv =
+        results_recorded_and_generated(&base, &cfg, "2", "replaying a recording changed a run");
     // The all-fast runs' machine seconds, by their three streams in order.
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
@@ -575,9 +568,8 @@ set = ["workload.graph_scale=18", "workload.nr_trials=2", "sim.sample_rate=\"1/8
 /// generator adds the dropped updates' compute to the kept ones and the machine adds
 /// each gap once rather than N times, so a compute-bound run at 1/8 takes the exact
 /// run's time (a recorded stream, replayed through the filter again, is not carried
-/// twice); kept and carried
-/// streams are recorded apart (results the same with recording off), and the results
-/// name the carried runs.
+/// twice); kept and carried streams are recorded apart (results the same with
+/// recording off), and the results name the carried runs.
 #[test]
 fn carried_compute_keeps_a_sampled_runs_compute_and_is_recorded_apart() {
     let base = scratch("carried");
@@ -605,23 +597,11 @@ set = ["sim.sample_rate=\"1/8\"", "sim.sampled_compute=\"carried\""]
 "#,
     )
     .unwrap();
-    let recorded = base.join("recorded");
-    compare(&recorded, &cfg, "1");
-    let unrecorded = base.join("unrecorded");
-    let out = compare_command(&unrecorded, &cfg, "1")
-        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
-    assert_eq!(
-        csv,
-        std::fs::read_to_string(unrecorded.join("results.csv")).unwrap(),
-        "a recording was shared between kept and carried compute"
+    let csv = results_recorded_and_generated(
+        &base,
+        &cfg,
+        "1",
+        "a recording was shared between kept and carried compute",
     );
     let seconds = |rate: &str| -> f64 {
         let line = csv
