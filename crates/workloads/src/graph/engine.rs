@@ -299,7 +299,7 @@ struct KeptPages {
     /// True when the sampler samples some page in time.
     in_time: bool,
     /// Per thread, when the sampler carries compute: the dropped accesses' compute
-    /// for the next kept one. Empty otherwise.
+    /// for the next kept one. Empty otherwise, so that empty means "not carried".
     carry: Vec<ThreadCarry>,
 }
 
@@ -308,8 +308,13 @@ impl KeptPages {
     /// sampler for every access instead.
     const MAX_SPAN_PAGES: u64 = 1 << 30;
 
-    fn new(sampler: StreamSampler, vpns: Range<u64>) -> Self {
+    fn new(sampler: StreamSampler, vpns: Range<u64>, nr_threads: usize) -> Self {
         let in_time = !sampler.sampler().time_sampled().is_empty();
+        let carry = if sampler.sampler().carries_compute() {
+            vec![ThreadCarry::default(); nr_threads]
+        } else {
+            Vec::new()
+        };
         let mut span = vpns.end.saturating_sub(vpns.start);
         let mut bits = Vec::new();
         if span > Self::MAX_SPAN_PAGES {
@@ -329,7 +334,7 @@ impl KeptPages {
             bits,
             thinning: Vec::new(),
             in_time,
-            carry: Vec::new(),
+            carry,
         }
     }
 
@@ -408,15 +413,12 @@ impl Sink for Queues {
             return self.push(thread, op);
         };
         let keep = kept.keeps(addr) && (!kept.in_time || kept.keeps_in_time(thread, addr));
-        if !kept.sampler.sampler().carries_compute() {
+        let Some(c) = kept.carry.get_mut(thread) else {
             if keep {
                 self.push(thread, op);
             }
             return;
-        }
-        let nr_threads = self.queues.len();
-        kept.carry.resize_with(nr_threads, ThreadCarry::default);
-        let c = &mut kept.carry[thread];
+        };
         if !keep {
             c.within.drop_ns(self.gap_ns as u64);
             return;
@@ -453,13 +455,7 @@ impl Sink for Queues {
         }
         if let Some(r) = &mut self.recording {
             r.start_trial();
-            if let Some(kept) = self
-                .keep
-                .as_mut()
-                .filter(|k| k.sampler.sampler().carries_compute())
-            {
-                kept.carry
-                    .resize_with(self.queues.len(), ThreadCarry::default);
+            if let Some(kept) = &mut self.keep {
                 for (t, c) in kept.carry.iter_mut().enumerate() {
                     r.tails[t].push(c.end_segment());
                 }
@@ -539,7 +535,7 @@ impl<P: Program> Runner<P> {
     /// [`tierkit_core::Workload::restrict_to`]), `sampler` knowing the workload's
     /// mappings. Call before the first [`Runner::fill`].
     pub(crate) fn keep_only(&mut self, sampler: StreamSampler, vpns: Range<u64>) {
-        self.queues.keep = Some(KeptPages::new(sampler, vpns));
+        self.queues.keep = Some(KeptPages::new(sampler, vpns, self.queues.queues.len()));
     }
 
     /// [`Runner::keep_only`] the pages `sampler` keeps of `mappings`, the workload's
@@ -594,11 +590,7 @@ impl<P: Program> Runner<P> {
                 .queues
                 .keep
                 .as_mut()
-                .filter(|k| k.sampler.sampler().carries_compute())
-                .map(|k| {
-                    k.carry.resize_with(r.bytes.len(), ThreadCarry::default);
-                    &mut k.carry[thread]
-                });
+                .and_then(|k| k.carry.get_mut(thread));
             r.replay(thread, self.replayed_trials, carry, out);
         }
     }
@@ -908,7 +900,7 @@ mod tests {
         }
         let first = maps[0].0 >> PAGE_SHIFT;
         let end = (maps[1].0 + maps[1].1) >> PAGE_SHIFT;
-        let mut kept = KeptPages::new(stream.clone(), first..end);
+        let mut kept = KeptPages::new(stream.clone(), first..end, 1);
         let (mut yes, mut no) = (0, 0);
         // Every page of the span, and pages on either side of it.
         for vpn in first - 600..end + 600 {
