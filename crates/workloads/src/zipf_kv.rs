@@ -355,6 +355,7 @@ impl ZipfKv {
         let t = &mut self.threads[thread];
         out.reserve(BATCH_OPS);
         let per_op = (1 + self.lines_per_op) as usize;
+        let carried = r.sampler.carries_compute();
         while t.load_next < t.load_end && out.len() + 2 <= BATCH_OPS {
             let key = t.load_next;
             // The load's order: record header, then bucket.
@@ -384,7 +385,6 @@ impl ZipfKv {
             };
             // The operation's gap rides on its bucket read, or when that is dropped
             // and compute is carried, on its record read.
-            let carried = r.sampler.carries_compute();
             let gap_ns = gap_after(&mut t.carry, carried, skip - 1, self.gap_ns);
             if entry & 2 != 0 {
                 out.push(Op::Access {
