@@ -114,10 +114,14 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
             })?;
     // An exact run drops no access, so it has no dropped compute to carry: it is the
     // same run (same identity, reused by `compare`) whatever `sim.sampled_compute`
-    // says, which lets `--validate-sampling` of both modes share their exact runs.
-    if cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT {
-        cfg.sim.sampled_compute = tierkit_core::SampledCompute::Kept;
-    }
+    // says, which lets `--validate-sampling` of both modes share their exact runs. A
+    // sampled run names its mode, the default included, so that its identity differs
+    // from a run resolved before the default changed (which named only "carried").
+    cfg.sim.sampled_compute = if cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT {
+        None
+    } else {
+        Some(cfg.sim.sampled_compute())
+    };
     cfg.validate()?;
     Ok(cfg)
 }

@@ -123,13 +123,15 @@ pub struct RegionSampler {
 pub enum SampledCompute {
     /// A kept access keeps its own gap and the dropped accesses' compute is gone: the
     /// kept compute, weighted by N, is a draw whose skew follows the accesses' (a
-    /// zipfian store's hottest keys carry a few per cent of all compute each).
-    #[default]
+    /// zipfian store's hottest keys carry a few per cent of all compute each). The
+    /// default before 2026-11-30.
     Kept,
     /// Compute does not depend on placement, so it is not sampled: a kept access
     /// carries its own gap plus the gaps of the accesses its thread dropped since its
     /// last kept one, and the machine adds gaps unweighted (where "kept" weighs each
     /// by N), so a thread's compute is the full stream's up to its last kept access.
+    /// The default.
+    #[default]
     Carried,
 }
 
@@ -234,7 +236,9 @@ impl MappingStrata {
 impl RegionSampler {
     /// A sampler keeping `scale.rate()` of the regions, salted from `seed`. The rate is
     /// rounded to the nearest `1/N` with N a power of two (the simulator accepts only
-    /// such rates).
+    /// such rates). It keeps compute ([`SampledCompute::Kept`]) until
+    /// [`RegionSampler::with_compute`] says otherwise; a run's sampler takes the run's
+    /// `sim.sampled_compute`.
     pub fn new(scale: SpaceScale, seed: u64) -> RegionSampler {
         let n = (1.0 / scale.rate()).round().max(1.0) as u64;
         RegionSampler {

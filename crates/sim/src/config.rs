@@ -513,13 +513,18 @@ pub struct SimConfig {
     #[serde(skip_serializing_if = "is_zero")]
     pub time_sampled_weight: f64,
     /// What a sampled run does with the compute time of the accesses it drops:
-    /// `"kept"` (the default: each kept access keeps its own gap, the rest is gone)
-    /// or `"carried"` (compute is not sampled: a kept access carries the compute its
-    /// thread's dropped accesses had since its last kept one, and gaps are not
-    /// weighted by N; `docs/sampling.md`, "The compute between accesses"). No effect on an exact run. Written into a resolved config
-    /// only when not the default.
-    #[serde(skip_serializing_if = "is_kept_compute")]
-    pub sampled_compute: tierkit_core::SampledCompute,
+    /// `"carried"` (the default since 2026-11-30: compute is not sampled; a kept
+    /// access carries the compute its thread's dropped accesses had since its last
+    /// kept one, and gaps are not weighted by N) or `"kept"` (the default before: each
+    /// kept access keeps its own gap, weighted by N, and the rest is gone;
+    /// `docs/sampling.md`, "The compute between accesses"). Absent means the default;
+    /// read it with [`SimConfig::sampled_compute`]. A resolved config names it for
+    /// every sampled run and never for an exact one (no effect there): a sampled run
+    /// resolved by a build before the default changed named only "carried", so its
+    /// config, without the key, was kept, and `compare` must not reuse it as a run of
+    /// the new default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_compute: Option<tierkit_core::SampledCompute>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -631,10 +636,6 @@ fn is_address_strata(s: &tierkit_core::SampleStrata) -> bool {
     *s == tierkit_core::SampleStrata::Address
 }
 
-fn is_kept_compute(c: &tierkit_core::SampledCompute) -> bool {
-    *c == tierkit_core::SampledCompute::Kept
-}
-
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
@@ -648,12 +649,18 @@ impl Default for SimConfig {
             sample_rate: SampleRate::EXACT,
             sample_strata: tierkit_core::SampleStrata::Address,
             time_sampled_weight: 0.0,
-            sampled_compute: tierkit_core::SampledCompute::Kept,
+            sampled_compute: None,
         }
     }
 }
 
 impl SimConfig {
+    /// What this run does with its dropped accesses' compute (`sampled_compute`, the
+    /// default when absent).
+    pub fn sampled_compute(&self) -> tierkit_core::SampledCompute {
+        self.sampled_compute.unwrap_or_default()
+    }
+
     /// Largest `heatmap_bins`: a bin is a column of the report's heat map, and each
     /// epoch keeps one counter per bin.
     pub const MAX_HEATMAP_BINS: usize = 4096;

@@ -494,11 +494,11 @@ impl Simulation {
             },
             time_sampled_pages: Some(self.machine.sampler.time_sampled().len() as u64)
                 .filter(|&n| n > 0),
-            sampled_compute: self
-                .machine
-                .sampler
-                .carries_compute()
-                .then(|| "carried".to_string()),
+            sampled_compute: match &self.machine.sampler {
+                s if s.keeps_all() => None,
+                s if s.carries_compute() => Some("carried".to_string()),
+                _ => Some("kept".to_string()),
+            },
             sim_seconds,
             accesses: c.accesses,
             throughput_accesses_per_s: if sim_seconds > 0.0 {

@@ -221,8 +221,9 @@ pub struct Summary {
     /// (`sim.time_sampled_weight`, `docs/sampling.md`); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_sampled_pages: Option<u64>,
-    /// `"carried"` when a sampled run carried its dropped accesses' compute to the
-    /// kept ones (`sim.sampled_compute`); absent otherwise.
+    /// What a sampled run did with its dropped accesses' compute
+    /// (`sim.sampled_compute`): `"carried"` (the default) or `"kept"`; absent in an
+    /// exact run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled_compute: Option<String>,
     /// Simulated runtime (the slowest thread's clock), seconds.

@@ -119,7 +119,7 @@ fn grow<T: Default>(per: &mut Vec<Vec<T>>, p: usize, thread: usize) {
 pub fn sampler_for(sim: &SimConfig, seed: u64) -> RegionSampler {
     RegionSampler::new(sim.sample_rate.scale(), seed)
         .with_strata(sim.sample_strata)
-        .with_compute(sim.sampled_compute)
+        .with_compute(sim.sampled_compute())
 }
 
 /// `workload` as a run with `sim` and `seed` simulates it, and the sampler the

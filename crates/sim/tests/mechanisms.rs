@@ -993,7 +993,7 @@ fn carried_compute_makes_a_sampled_runs_time_independent_of_the_draw() {
         let w = Script::new(32 * REGION).process(&[(base, 32 * REGION)], ops);
         let sim = SimConfig {
             sample_rate: SampleRate::parse(rate).unwrap(),
-            sampled_compute: compute,
+            sampled_compute: Some(compute),
             ..SimConfig::default()
         };
         run(

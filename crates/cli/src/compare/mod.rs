@@ -739,7 +739,7 @@ fn stream_key(cfg: &RunConfig) -> String {
         _ => String::new(),
     };
     // And, when carried, the dropped accesses' compute rides on the kept ones.
-    let compute = match cfg.sim.sampled_compute {
+    let compute = match cfg.sim.sampled_compute() {
         tierkit_core::SampledCompute::Kept => "",
         tierkit_core::SampledCompute::Carried => "\nsampled_compute=carried",
     };
@@ -864,8 +864,10 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                     s.sample_strata
                         .as_ref()
                         .map_or(String::new(), |strata| format!(" by {strata}")),
+                    // Only the mode that is not the default is named.
                     s.sampled_compute
-                        .as_ref()
+                        .as_deref()
+                        .filter(|&c| c == "kept")
                         .map_or(String::new(), |c| format!(" with compute {c}"))
                 ),
                 sim_seconds: s.sim_seconds,
