@@ -116,11 +116,7 @@ name = "btree"
 policies = ["chrono", "chrono-semiauto", "autonuma", "linux-nb", "linux-tiering", "tpp", "autotiering", "multiclock", "memtis"]
 ratios = ["1:3"]
 machines = ["optane"]
-# Compute kept, not carried (`sim.sampled_compute`): this suite's results, claims and
-# tables were measured before carried compute became the default (2026-11-30); it
-# moves to the default in a change of its own that reruns them (docs/sampling.md,
-# "The compute between accesses").
-set = ["sim.sampled_compute=\"kept\""]
+set = []
 
 # pmbench as Chrono ran it (§5.1.1): 50 tasks with 5 GB private working sets,
 # normal_ih, stride 2 (every other 4 KiB page accessed), here 50 threads with private
