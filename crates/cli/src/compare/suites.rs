@@ -169,11 +169,7 @@ machines = ["optane", "cxl"]
 # to account for any CPU overheads from sampling and migration": every tiering thread
 # runs on the application's 20 cores, HeMem's busy-polling sampler included
 # (docs/policies/hemem.md).
-# Compute kept, not carried (`sim.sampled_compute`): this suite's results, claims and
-# tables were measured before carried compute became the default (2026-11-30); it
-# moves to the default in a change of its own that reruns them (docs/sampling.md,
-# "The compute between accesses").
-set = ["machine.thp=\"always\"", "machine.tiering_cpus=\"shared\"", "sim.sampled_compute=\"kept\""]
+set = ["machine.thp=\"always\"", "machine.tiering_cpus=\"shared\""]
 policy_set = { hemem = ["policy.busy_poll_shared_cores=20"] }
 
 [[workloads]]
