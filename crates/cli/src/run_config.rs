@@ -312,4 +312,33 @@ mod tests {
         b.config_file = Some(("again.toml".into(), text.clone()));
         assert_eq!(build(&b).unwrap().to_toml(), text);
     }
+
+    /// A sampled run's resolved config names its compute mode, the default included
+    /// (a build before carried became the default wrote only "carried", so a config
+    /// without the key must not be this build's carried run: `compare` reuses a run by
+    /// its config's text); an exact run's never does (no effect, shared by both modes).
+    #[test]
+    fn a_sampled_run_names_its_compute_mode_and_an_exact_run_does_not() {
+        let text = |sets: &[&str]| {
+            let mut a = args();
+            a.sets = sets.iter().map(|s| s.to_string()).collect();
+            build(&a).unwrap().to_toml()
+        };
+        let carried = text(&["sim.sample_rate=\"1/8\""]);
+        assert!(
+            carried.contains("sampled_compute = \"carried\""),
+            "{carried}"
+        );
+        let kept = text(&["sim.sample_rate=\"1/8\"", "sim.sampled_compute=\"kept\""]);
+        assert!(kept.contains("sampled_compute = \"kept\""), "{kept}");
+        for mode in ["kept", "carried"] {
+            let exact = text(&[&format!("sim.sampled_compute=\"{mode}\"")]);
+            assert!(!exact.contains("sampled_compute"), "{exact}");
+            assert_eq!(exact, text(&[]));
+        }
+        // The written config rebuilds the same run.
+        let mut b = args();
+        b.config_file = Some(("again.toml".into(), carried.clone()));
+        assert_eq!(build(&b).unwrap().to_toml(), carried);
+    }
 }
