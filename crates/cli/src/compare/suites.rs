@@ -284,11 +284,7 @@ set = ["workload.scale=8", "workload.nr_rounds=37", "workload.computed_rounds=2"
 policies = ["multiclock", "nimble", "first-touch", "autotiering", "autotiering-cpm"]
 ratios = ["1:3"]
 machines = ["optane"]
-# Compute kept, not carried (`sim.sampled_compute`): this suite's results, claims and
-# tables were measured before carried compute became the default (2026-11-30); it
-# moves to the default in a change of its own that reruns them (docs/sampling.md,
-# "The compute between accesses").
-set = ["sim.sampled_compute=\"kept\""]
+set = []
 
 [[workloads]]
 name = "ycsb"
