@@ -44,14 +44,20 @@ fn compare_command(dir: &Path, cfg: &Path, jobs: &str) -> Command {
     c
 }
 
-fn compare(dir: &Path, cfg: &Path, jobs: &str) -> Output {
-    let out = compare_command(dir, cfg, jobs).output().unwrap();
+/// Run `command` (a `compare_command`) and fail the test with its stderr unless it
+/// succeeded.
+fn succeeded(command: &mut Command) -> Output {
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
         "compare failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+fn compare(dir: &Path, cfg: &Path, jobs: &str) -> Output {
+    succeeded(&mut compare_command(dir, cfg, jobs))
 }
 
 /// Run the matrix `cfg` into `base/recorded`, then with no recording budget (every
@@ -61,15 +67,7 @@ fn results_recorded_and_generated(base: &Path, cfg: &Path, jobs: &str, why: &str
     let recorded = base.join("recorded");
     compare(&recorded, cfg, jobs);
     let unrecorded = base.join("unrecorded");
-    let out = compare_command(&unrecorded, cfg, jobs)
-        .env("TIERKIT_RECORDING_BUDGET_MIB", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(compare_command(&unrecorded, cfg, jobs).env("TIERKIT_RECORDING_BUDGET_MIB", "0"));
     let csv = std::fs::read_to_string(recorded.join("results.csv")).unwrap();
     assert_eq!(
         csv,
