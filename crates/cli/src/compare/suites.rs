@@ -342,11 +342,6 @@ policies = ["pet", "linux-tiering", "tpp", "autotiering", "damon-tiering", "memt
 # fast tier: fast:slow 2:1).
 ratios = ["1.42x", "2:1"]
 machines = ["optane"]
-# Compute kept, not carried (`sim.sampled_compute`): this suite's results, claims and
-# tables were measured before carried compute became the default (2026-11-30); it
-# moves to the default in a change of its own that reruns them (docs/sampling.md,
-# "The compute between accesses").
-set = ["sim.sampled_compute=\"kept\""]
 
 # PET's multi-programmed runs (§5.2.1: SPEC and GAPBS as five to ten processes
 # competing for fast memory, an aggregate 80-100 GB) as five processes of 16 GiB each
