@@ -91,6 +91,11 @@ enum Command {
         /// Sample rates for --validate-sampling, comma separated.
         #[arg(long, value_delimiter = ',', default_value = "1/8,1/64,1/256")]
         rates: Vec<String>,
+        /// Run the matrix once per seed (comma separated, at least two) and report per
+        /// cell and policy how far the slowdown and the policy's rank move with the seed
+        /// alone (docs/compare.md, "Seeds").
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["seed", "validate_sampling"])]
+        seeds: Vec<u64>,
         /// Where the runs execute: `local` (this machine's cores) or `ray` (one task
         /// per run on a Ray cluster, through the Python package; docs/python.md).
         #[arg(long, default_value = "local", value_parser = ["local", "ray"])]
@@ -287,12 +292,16 @@ fn real_main() -> Result<()> {
             force,
             validate_sampling,
             rates,
+            seeds,
             executor,
             address,
         } => {
             if executor == "ray" {
                 if validate_sampling {
                     bail!("--validate-sampling runs locally only; drop --executor ray");
+                }
+                if !seeds.is_empty() {
+                    bail!("--seeds runs locally only; drop --executor ray");
                 }
                 let kwargs = serde_json::json!({
                     "matrix": config.as_ref().map(|p| p.display().to_string()).or(suite),
@@ -331,6 +340,10 @@ fn real_main() -> Result<()> {
                 let (_, table) = compare::validate::validate_sampling(&args, &rates)?;
                 print!("{table}");
                 println!("tables: {}", args.out.join("sampling.md").display());
+            } else if !seeds.is_empty() {
+                let (_, table) = compare::seeds::sweep_seeds(&args, &seeds)?;
+                print!("{table}");
+                println!("tables: {}", args.out.join("seeds.md").display());
             } else {
                 let (board, report) = compare::compare(&args)?;
                 print!("{board}");

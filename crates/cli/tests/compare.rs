@@ -618,3 +618,61 @@ set = ["sim.sample_rate=\"1/8\""]
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// `--seeds` runs the matrix once per seed into its own directory and reports how far
+/// each policy's slowdown moves: the seeds must reach the runs (their results differ),
+/// and bad seed lists are refused with one line.
+#[test]
+fn a_seed_sweep_runs_each_seed_apart_and_reports_the_spread() {
+    let base = scratch("seeds");
+    std::fs::create_dir_all(&base).unwrap();
+    let cfg = base.join("m.toml");
+    std::fs::write(&cfg, TINY.replace("seed = 3\n", "")).unwrap();
+    let out = base.join("out");
+    succeeded(compare_command(&out, &cfg, "2").args(["--seeds", "5,6"]));
+    let csv = |seed: &str| std::fs::read_to_string(out.join(seed).join("results.csv")).unwrap();
+    let (a, b) = (csv("seed-5"), csv("seed-6"));
+    assert!(
+        a.contains(",5,") && b.contains(",6,"),
+        "each run has its seed"
+    );
+    let values = |c: &str| -> Vec<String> {
+        c.lines()
+            .skip(1)
+            .map(|l| l.split(',').skip(9).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    assert_ne!(values(&a), values(&b), "the seed changes the runs");
+    let spreads = std::fs::read_to_string(out.join("seeds.csv")).unwrap();
+    let mut lines = spreads.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2 workloads × (2 ratios × (2 policies + the 2 clairvoyant references) + one
+    // all-fast, which is the same at every ratio).
+    assert_eq!(rows.len(), 18, "{spreads}");
+    assert!(rows.iter().all(|r| r[col("seeds")] == "2"));
+    assert!(
+        rows.iter()
+            .any(|r| r[col("slowdown_spread")].parse::<f64>().unwrap() > 0.0),
+        "no run moved with the seed: {spreads}"
+    );
+    assert!(std::fs::read_to_string(out.join("seeds.md"))
+        .unwrap()
+        .contains("| policy | cells | median spread of slowdown |"));
+
+    for (args, says) in [
+        (vec!["--seeds", "5"], "at least two seeds"),
+        (vec!["--seeds", "5,5"], "given twice"),
+        (vec!["--seeds", "5,6", "--seed", "7"], "--seed"),
+    ] {
+        let o = compare_command(&base.join("bad"), &cfg, "1")
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -15,6 +15,7 @@
 pub mod ray;
 pub mod report;
 mod schedule;
+pub mod seeds;
 pub mod suites;
 pub mod validate;
 
