@@ -59,7 +59,8 @@ enum Command {
         /// Policies, comma separated (`*` for every registered one).
         #[arg(long, value_delimiter = ',')]
         policies: Option<Vec<String>>,
-        /// Workloads, comma separated.
+        /// Workloads, comma separated: labels the results show (ycsb-c, mix-5min: that entry)
+        /// or workload names (every entry of that workload).
         #[arg(long, value_delimiter = ',')]
         workloads: Option<Vec<String>>,
         /// Fast:slow ratios (or multiples of the footprint like 1.42x, or sizes), comma separated.

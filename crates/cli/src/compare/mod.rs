@@ -284,48 +284,82 @@ pub fn resolve_spec(args: &CompareArgs) -> Result<(MatrixSpec, String)> {
         spec.policies = p.clone();
     }
     if let Some(ws) = &args.workloads {
-        // Named workloads keep the suite's settings for them; say which, so nothing a
-        // run inherits is silent.
+        let old = std::mem::take(&mut spec.workloads);
+        let mut chosen: Vec<WorkloadSpec> = Vec::new();
         for name in ws {
-            let own = spec.workloads.iter().find(|w| &w.name == name);
-            let inherited: Vec<&str> = spec
-                .set
-                .iter()
-                .chain(own.map_or(&[][..], |w| &w.set[..]))
-                .map(|s| s.as_str())
-                .collect();
-            let per_policy: Vec<String> = spec
-                .policy_set
-                .iter()
-                .chain(own.into_iter().flat_map(|w| w.policy_set.iter()))
-                .map(|(p, sets)| format!("{p}: {}", sets.join(", ")))
-                .collect();
-            if !per_policy.is_empty() {
-                eprintln!(
-                    "note: workload {name} keeps the {title}'s per-policy settings: {}",
-                    per_policy.join("; ")
-                );
+            // A label the results show picks that entry; a workload name picks every
+            // entry of it; a registered workload the matrix lacks runs on its
+            // defaults.
+            let mut picked: Vec<&WorkloadSpec> =
+                old.iter().filter(|w| workload_label(w) == *name).collect();
+            if picked.is_empty() {
+                picked = old.iter().filter(|w| &w.name == name).collect();
             }
-            if !inherited.is_empty() {
-                eprintln!(
-                    "note: workload {name} keeps the {title}'s settings: {} (override with --set)",
-                    inherited.join(", ")
-                );
+            let own: Vec<Option<&WorkloadSpec>> = if picked.is_empty() {
+                let registered = tierkit_workloads::WorkloadConfig::names();
+                if !registered.contains(&name.as_str()) && !name.starts_with("trace:") {
+                    let labels: Vec<String> = old.iter().map(workload_label).collect();
+                    bail!(
+                        "unknown workload `{name}`; valid: a registered workload ({}){}",
+                        registered.join(", "),
+                        if labels.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", or a label of the {title} ({})", labels.join(", "))
+                        }
+                    );
+                }
+                let bare = WorkloadSpec {
+                    name: name.clone(),
+                    ..Default::default()
+                };
+                if !chosen
+                    .iter()
+                    .any(|c| workload_label(c) == workload_label(&bare))
+                {
+                    chosen.push(bare);
+                }
+                vec![None]
+            } else {
+                picked.iter().map(|w| Some(*w)).collect()
+            };
+            // Each kept entry keeps the matrix's settings for it; say which, so nothing
+            // a run inherits is silent.
+            for own in own {
+                let label = own.map_or(name.clone(), workload_label);
+                if let Some(w) = own {
+                    if chosen.iter().any(|c| workload_label(c) == label) {
+                        continue;
+                    }
+                    chosen.push(w.clone());
+                }
+                let inherited: Vec<&str> = spec
+                    .set
+                    .iter()
+                    .chain(own.map_or(&[][..], |w| &w.set[..]))
+                    .map(|s| s.as_str())
+                    .collect();
+                let per_policy: Vec<String> = spec
+                    .policy_set
+                    .iter()
+                    .chain(own.into_iter().flat_map(|w| w.policy_set.iter()))
+                    .map(|(p, sets)| format!("{p}: {}", sets.join(", ")))
+                    .collect();
+                if !per_policy.is_empty() {
+                    eprintln!(
+                        "note: workload {label} keeps the {title}'s per-policy settings: {}",
+                        per_policy.join("; ")
+                    );
+                }
+                if !inherited.is_empty() {
+                    eprintln!(
+                        "note: workload {label} keeps the {title}'s settings: {} (override with --set)",
+                        inherited.join(", ")
+                    );
+                }
             }
         }
-        let old = std::mem::take(&mut spec.workloads);
-        spec.workloads = ws
-            .iter()
-            .map(|n| {
-                old.iter()
-                    .find(|w| &w.name == n)
-                    .cloned()
-                    .unwrap_or(WorkloadSpec {
-                        name: n.clone(),
-                        ..Default::default()
-                    })
-            })
-            .collect();
+        spec.workloads = chosen;
     }
     // Machines first: a machine a flag names keeps the matrix's ratios for it, which
     // `--ratios` then narrows.
@@ -1678,6 +1712,38 @@ mod tests {
         assert_eq!(
             s.workloads[1].machines.as_deref(),
             Some(&["optane".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn workloads_flag_picks_entries_by_label_or_every_entry_of_a_name() {
+        let config = "policies = [\"autonuma\"]\nratios = [\"1:8\"]\nmachines = [\"cxl\"]\n\
+            [[workloads]]\nname = \"ycsb\"\nset = [\"workload.mix=\\\"a\\\"\"]\n\
+            [[workloads]]\nname = \"ycsb\"\nset = [\"workload.mix=\\\"b\\\"\"]\n\
+            [[workloads]]\nname = \"mix\"\nlabel = \"mix-5min\"\n";
+        let args = |ws: &[&str]| CompareArgs {
+            config: Some(("m.toml".into(), config.into())),
+            workloads: Some(ws.iter().map(|s| s.to_string()).collect()),
+            ..Default::default()
+        };
+        let labels = |ws: &[&str]| -> Vec<String> {
+            let (s, _) = resolve_spec(&args(ws)).unwrap();
+            s.workloads.iter().map(workload_label).collect()
+        };
+        // A label the results show picks its entry, with its settings.
+        assert_eq!(labels(&["mix-5min"]), vec!["mix-5min"]);
+        assert_eq!(labels(&["ycsb-b"]), vec!["ycsb-b"]);
+        // A name picks every entry of it; one named twice runs once.
+        assert_eq!(labels(&["ycsb", "ycsb-a"]), vec!["ycsb-a", "ycsb-b"]);
+        assert_eq!(labels(&["mix"]), vec!["mix-5min"]);
+        // A registered workload the matrix lacks runs on its defaults.
+        assert_eq!(labels(&["gups"]), vec!["gups"]);
+        let e = resolve_spec(&args(&["mix-1min"])).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown workload `mix-1min`")
+                && e.contains("gups")
+                && e.contains("ycsb-a, ycsb-b, mix-5min"),
+            "{e}"
         );
     }
 

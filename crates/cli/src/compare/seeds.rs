@@ -9,7 +9,7 @@
 //! fast-access ratio's range and the range of the policy's rank in its cell. The same
 //! numbers go to `OUT/seeds.csv` and, as Markdown, to `OUT/seeds.md`.
 
-use super::{run_matrix, CompareArgs, ResultRow};
+use super::{run_matrix, CompareArgs, ResultRow, CLAIRVOYANT};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 
@@ -30,7 +30,8 @@ pub struct SeedSpread {
     pub ratio: String,
     /// Policy.
     pub policy: String,
-    /// A reference (all-fast, the clairvoyant ones): spread shown, no rank.
+    /// `all-fast` or a clairvoyant reference (`oracle`, `oracle-static`): its spread
+    /// is shown but it has no rank, which orders the policies under comparison.
     pub reference: bool,
     /// Seeds the policy ran with in this cell.
     pub seeds: usize,
@@ -55,10 +56,17 @@ pub struct SeedSpread {
     pub rank_max: Option<usize>,
 }
 
-/// Rank of each non-reference row of one cell and seed: 1 + how many of them were
-/// strictly faster (ties share a rank).
+/// Whether `policy` is a yardstick rather than a policy under comparison (a matrix
+/// may name the references itself, so `ResultRow::reference`, "added by compare",
+/// does not tell).
+fn is_reference(policy: &str) -> bool {
+    policy == "all-fast" || CLAIRVOYANT.contains(&policy)
+}
+
+/// Rank of each row of one cell and seed that is not a reference: 1 + how many of
+/// them were strictly faster (ties share a rank).
 fn ranks(rows: &[&ResultRow]) -> BTreeMap<String, usize> {
-    let ranked: Vec<&&ResultRow> = rows.iter().filter(|r| !r.reference).collect();
+    let ranked: Vec<&&ResultRow> = rows.iter().filter(|r| !is_reference(&r.policy)).collect();
     ranked
         .iter()
         .map(|r| {
@@ -102,12 +110,13 @@ pub fn spreads(runs: &[Vec<ResultRow>]) -> Vec<SeedSpread> {
             let (lo, hi) = min_max(s.iter().copied());
             let (far_min, far_max) = min_max(runs.iter().map(|(r, _)| r.fast_access_ratio));
             let rank: Vec<usize> = runs.iter().filter_map(|(_, k)| *k).collect();
+            let reference = is_reference(&policy);
             SeedSpread {
                 workload,
                 machine,
                 ratio,
                 policy,
-                reference: runs[0].0.reference,
+                reference,
                 seeds: s.len(),
                 slowdown_mean: mean,
                 slowdown_sd: sd,
@@ -321,7 +330,6 @@ mod tests {
             machine: "cxl".into(),
             ratio: "1:8".into(),
             policy: policy.into(),
-            reference: policy == "all-fast",
             slowdown,
             fast_access_ratio: far,
             ..Default::default()
@@ -333,11 +341,13 @@ mod tests {
         let runs = vec![
             vec![
                 row("all-fast", 1.0, 1.0),
+                row("oracle", 1.5, 0.8),
                 row("tpp", 2.0, 0.5),
                 row("pet", 2.2, 0.4),
             ],
             vec![
                 row("all-fast", 1.0, 1.0),
+                row("oracle", 1.5, 0.8),
                 row("tpp", 2.4, 0.45),
                 row("pet", 2.2, 0.4),
             ],
@@ -355,6 +365,7 @@ mod tests {
         assert_eq!(pet.slowdown_spread, 0.0);
         assert_eq!((pet.rank_min, pet.rank_max), (Some(1), Some(2)));
         assert_eq!(get("all-fast").rank_min, None, "a reference has no rank");
+        assert_eq!(get("oracle").rank_max, None, "nor has a clairvoyant one");
         let md = markdown_by_cell(&s);
         assert!(
             md.contains("| tpp | 2 | 2.200 | 0.283 | 2.000 | 2.400 | 18.18% | 0.450–0.500 | 1–2 |"),
@@ -368,6 +379,10 @@ mod tests {
         assert!(
             !by_policy.contains("| all-fast |"),
             "all-fast is the reference"
+        );
+        assert!(
+            by_policy.contains("| oracle | 1 | 0.00% | 0.00% | gups cxl 1:8 | — |"),
+            "{by_policy}"
         );
     }
 
