@@ -212,11 +212,7 @@ machines = ["cxl", "cxl-lowbw"]
 # every workload scaled down to fit: one DRAM size, 1:8. At three ratios its cells
 # cost 5 min more of CPU and took the suite a minute past its 30 (docs/performance.md).
 machine_ratios = { cxl-lowbw = ["1:8"] }
-# Compute kept, not carried (`sim.sampled_compute`): this suite's results, claims and
-# tables were measured before carried compute became the default (2026-11-30); it
-# moves to the default in a change of its own that reruns them (docs/sampling.md,
-# "The compute between accesses").
-set = ["machine.tiering_cpus=\"shared\"", "sim.sampled_compute=\"kept\""]
+set = ["machine.tiering_cpus=\"shared\""]
 # FreqTier §VI: "All workloads use 16 threads mapped to 16 physical cores. The runtime
 # of all tiering systems shares the same 16 physical cores with the application", so
 # HeMem's busy-polling sampler takes its share of those 16 cores
