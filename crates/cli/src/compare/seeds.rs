@@ -9,6 +9,7 @@
 //! fast-access ratio's range and the range of the policy's rank in its cell. The same
 //! numbers go to `OUT/seeds.csv` and, as Markdown, to `OUT/seeds.md`.
 
+use super::validate::{csv_num, median, pct};
 use super::{run_matrix, CompareArgs, ResultRow, CLAIRVOYANT};
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -149,14 +150,6 @@ fn min_max(v: impl Iterator<Item = f64>) -> (f64, f64) {
     })
 }
 
-fn pct(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:.2}%", x * 100.0)
-    } else {
-        "—".into()
-    }
-}
-
 fn rank_range(s: &SeedSpread) -> String {
     match (s.rank_min, s.rank_max) {
         (Some(a), Some(b)) if a == b => a.to_string(),
@@ -176,14 +169,8 @@ pub fn markdown_by_policy(spreads: &[SeedSpread]) -> String {
         "| policy | cells | median spread of slowdown | largest spread | in cell | cells where its rank moves |\n|---|---:|---:|---:|---|---:|\n",
     );
     for (policy, cells) in by_policy {
-        let mut spread: Vec<f64> = cells.iter().map(|s| s.slowdown_spread).collect();
-        spread.sort_by(|a, b| a.total_cmp(b));
-        let n = spread.len();
-        let median = if n % 2 == 1 {
-            spread[n / 2]
-        } else {
-            (spread[n / 2 - 1] + spread[n / 2]) / 2.0
-        };
+        let n = cells.len();
+        let median = median(cells.iter().map(|s| s.slowdown_spread).collect());
         let widest = cells
             .iter()
             .max_by(|a, b| a.slowdown_spread.total_cmp(&b.slowdown_spread))
@@ -240,13 +227,7 @@ fn csv(spreads: &[SeedSpread]) -> String {
     let mut s = String::from(
         "workload,machine,ratio,policy,reference,seeds,slowdown_mean,slowdown_sd,slowdown_min,slowdown_max,slowdown_spread,far_min,far_max,rank_min,rank_max\n",
     );
-    let f = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.6}")
-        } else {
-            "NA".into()
-        }
-    };
+    let f = csv_num;
     let k = |x: Option<usize>| x.map_or("NA".to_string(), |v| v.to_string());
     for p in spreads {
         s.push_str(&format!(

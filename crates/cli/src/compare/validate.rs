@@ -47,7 +47,8 @@ fn rel(a: f64, b: f64) -> f64 {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// Median of the finite values of `v` (NaN if none).
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| x.is_finite());
     if v.is_empty() {
         return f64::NAN;
@@ -109,7 +110,8 @@ pub fn errors(rate: &str, exact: &[ResultRow], sampled: &[ResultRow]) -> Vec<Pol
         .collect()
 }
 
-fn pct(x: f64) -> String {
+/// A share as a percentage for a Markdown table (`—` if not finite).
+pub(super) fn pct(x: f64) -> String {
     if x.is_finite() {
         format!("{:.2}%", x * 100.0)
     } else {
@@ -146,17 +148,20 @@ pub fn markdown(errs: &[PolicyError]) -> String {
     s
 }
 
+/// A number for a CSV cell (`NA` if not finite, as results.csv writes NaN).
+pub(super) fn csv_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.6}")
+    } else {
+        "NA".into()
+    }
+}
+
 fn csv(errs: &[PolicyError]) -> String {
     let mut s = String::from(
         "policy,rate,cells,median_slowdown_error,max_slowdown_error,max_far_error,max_f1_error,max_promoted_error\n",
     );
-    let f = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.6}")
-        } else {
-            "NA".into()
-        }
-    };
+    let f = csv_num;
     for e in errs {
         s.push_str(&format!(
             "{},{},{},{},{},{},{},{}\n",
