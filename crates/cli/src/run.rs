@@ -204,8 +204,8 @@ pub fn table(out: &RunOutput, wall: Duration) -> String {
                         s.sample_rate
                     ),
                 },
-                match s.sampled_compute.as_deref() {
-                    Some(c) => format!("; the dropped accesses' compute {c}"),
+                match s.sampled_compute {
+                    Some(c) => format!("; the dropped accesses' compute {}", c.name()),
                     None => String::new(),
                 }
             ),

@@ -135,6 +135,16 @@ pub enum SampledCompute {
     Carried,
 }
 
+impl SampledCompute {
+    /// The mode as `sim.sampled_compute` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SampledCompute::Kept => "kept",
+            SampledCompute::Carried => "carried",
+        }
+    }
+}
+
 /// One thread's compute carried from the accesses a sampled stream drops to the next
 /// one it keeps ([`SampledCompute::Carried`]).
 ///

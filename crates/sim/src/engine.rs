@@ -496,8 +496,8 @@ impl Simulation {
                 .filter(|&n| n > 0),
             sampled_compute: match &self.machine.sampler {
                 s if s.keeps_all() => None,
-                s if s.carries_compute() => Some("carried".to_string()),
-                _ => Some("kept".to_string()),
+                s if s.carries_compute() => Some(tierkit_core::SampledCompute::Carried),
+                _ => Some(tierkit_core::SampledCompute::Kept),
             },
             sim_seconds,
             accesses: c.accesses,

@@ -225,7 +225,7 @@ pub struct Summary {
     /// (`sim.sampled_compute`): `"carried"` (the default) or `"kept"`; absent in an
     /// exact run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sampled_compute: Option<String>,
+    pub sampled_compute: Option<tierkit_core::SampledCompute>,
     /// Simulated runtime (the slowest thread's clock), seconds.
     pub sim_seconds: f64,
     /// Accesses issued.

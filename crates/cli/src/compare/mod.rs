@@ -901,9 +901,8 @@ pub fn derive(records: &[RunRecord]) -> Vec<ResultRow> {
                         .map_or(String::new(), |strata| format!(" by {strata}")),
                     // Only the mode that is not the default is named.
                     s.sampled_compute
-                        .as_deref()
-                        .filter(|&c| c == "kept")
-                        .map_or(String::new(), |c| format!(" with compute {c}"))
+                        .filter(|&c| c == tierkit_core::SampledCompute::Kept)
+                        .map_or(String::new(), |c| format!(" with compute {}", c.name()))
                 ),
                 sim_seconds: s.sim_seconds,
                 slowdown: ratio(s.sim_seconds, fast.map(|f| f.summary.sim_seconds)),
