@@ -131,6 +131,15 @@ enum Command {
         /// Write into --out even if it holds files tierkit claims did not write.
         #[arg(long)]
         force: bool,
+        /// Claim ids, comma separated (`tierkit claims` lists them in claims.md): judge
+        /// only these, running only the cells and policies they compare.
+        #[arg(long, value_delimiter = ',')]
+        claim: Vec<String>,
+        /// Judge the claims once per seed (comma separated, at least two), each seed in
+        /// OUT/seed-N, and write claims-seeds.md: each claim's verdict and gain by seed
+        /// and the cells whose direction moves with the seed.
+        #[arg(long, value_delimiter = ',')]
+        seeds: Vec<u64>,
     },
     /// List policies, workloads, machines and suites (a section in full with its name).
     List {
@@ -265,19 +274,30 @@ fn real_main() -> Result<()> {
             smoke,
             write_docs,
             force,
+            claim,
+            seeds,
         } => {
             let args = claims::ClaimsArgs {
                 force,
                 papers: paper,
+                claims: claim,
                 out,
                 smoke,
                 jobs: jobs
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 write_docs,
+                seeds,
+                seed: None,
             };
-            let (_, summary) = claims::run(&args)?;
-            print!("{summary}");
-            println!("claims: {}", args.out.join("claims.md").display());
+            if args.seeds.is_empty() {
+                let (_, summary) = claims::run(&args)?;
+                print!("{summary}");
+                println!("claims: {}", args.out.join("claims.md").display());
+            } else {
+                let (_, md) = claims::seeds::run_seeds(&args)?;
+                print!("{md}");
+                println!("claims: {}", args.out.join("claims-seeds.md").display());
+            }
         }
         Command::Compare {
             suite,

@@ -42,6 +42,90 @@ fn every_claim_runs_and_is_judged_at_smoke_scale() {
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
+#[test]
+fn claims_over_seeds_judge_each_seed_and_run_only_the_claims_cells() {
+    let out_dir = std::env::temp_dir().join(format!("tierkit-claims-seeds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = tierkit()
+        .args([
+            "claims",
+            "--smoke",
+            "--paper",
+            "chrono",
+            "--claim",
+            "pmbench-vs-tpp,pmbench-vs-multiclock",
+            "--seeds",
+            "42,43",
+            "--jobs",
+            "2",
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(out_dir.join("claims-seeds.md")).unwrap();
+    assert!(md.contains("| Chrono (EuroSys'25) | 2 |"), "{md}");
+    assert!(md.contains("| **pmbench-vs-tpp** (headline) |"), "{md}");
+    let over: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("claims-seeds.json")).unwrap())
+            .unwrap();
+    let over = over.as_array().unwrap();
+    assert_eq!(over.len(), 2, "the two claims asked for");
+    for c in over {
+        let seeds: Vec<u64> = c["by_seed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["seed"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seeds, [42, 43], "{c}");
+        assert_ne!(c["by_seed"][0]["verdict"], "no-data", "{c}");
+    }
+    for seed in [42, 43] {
+        let dir = out_dir.join(format!("seed-{seed}"));
+        let judged: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("claims.json")).unwrap())
+                .unwrap();
+        assert_eq!(judged.as_array().unwrap().len(), 2);
+        let csv = std::fs::read_to_string(dir.join("chrono/suite/results.csv")).unwrap();
+        let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+        for line in csv.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            assert_eq!(
+                f[col("workload")],
+                "pmbench",
+                "only the claims' cell: {line}"
+            );
+            assert_eq!(
+                f[col("seed")],
+                seed.to_string(),
+                "the seed reaches the runs"
+            );
+            assert!(
+                [
+                    "chrono",
+                    "tpp",
+                    "multiclock",
+                    "all-fast",
+                    "first-touch",
+                    "oracle",
+                    "oracle-static"
+                ]
+                .contains(&f[col("policy")]),
+                "only the claims' policies and the references: {line}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
+
 /// Run `tierkit` with `args`, expect it refused (exit 2) with a one-line error, and
 /// return that error.
 fn refused(args: &[&str]) -> String {
@@ -68,6 +152,36 @@ fn bad_claims_input_is_one_line() {
         "/nonexistent/x",
     ]);
     assert!(err.contains("drop --write-docs"), "{err}");
+    let err = refused(&["claims", "--claim", "nope", "--out", "/nonexistent/x"]);
+    assert!(
+        err.contains("unknown claim `nope`; valid (paper:claim): chrono:pmbench-vs-linux-nb, "),
+        "{err}"
+    );
+    let err = refused(&[
+        "claims",
+        "--claim",
+        "pmbench-vs-tpp",
+        "--write-docs",
+        "docs",
+        "--out",
+        "/nonexistent/x",
+    ]);
+    assert!(err.contains("drop --claim or --write-docs"), "{err}");
+    let err = refused(&["claims", "--seeds", "42", "--out", "/nonexistent/x"]);
+    assert!(err.contains("at least two seeds"), "{err}");
+    let err = refused(&[
+        "claims",
+        "--seeds",
+        "42,43",
+        "--write-docs",
+        "docs",
+        "--out",
+        "/nonexistent/x",
+    ]);
+    assert!(
+        err.contains("the docs' tables are one seed's: drop --write-docs"),
+        "{err}"
+    );
     // Docs of one paper are spliced into an existing claims.md: without one (or
     // without the paper's rows in it) the command stops before running anything.
     let docs = std::env::temp_dir().join(format!("tierkit-claims-docs-{}", std::process::id()));

@@ -21,13 +21,15 @@ use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+pub mod seeds;
+
 /// The built-in claim files, one per paper, in the order reports list them.
 pub const FILES: &[(&str, &str)] = &[
-    ("chrono", include_str!("../claims/chrono.toml")),
-    ("memtis", include_str!("../claims/memtis.toml")),
-    ("freqtier", include_str!("../claims/freqtier.toml")),
-    ("multiclock", include_str!("../claims/multiclock.toml")),
-    ("pet", include_str!("../claims/pet.toml")),
+    ("chrono", include_str!("../../claims/chrono.toml")),
+    ("memtis", include_str!("../../claims/memtis.toml")),
+    ("freqtier", include_str!("../../claims/freqtier.toml")),
+    ("multiclock", include_str!("../../claims/multiclock.toml")),
+    ("pet", include_str!("../../claims/pet.toml")),
 ];
 
 /// Extra settings of `--smoke` for every run: exact (a tiny sampled run would hold
@@ -220,6 +222,9 @@ pub struct Cell {
     pub gain: f64,
     /// The policy run's simulated runtime, s (how long the policy had to act).
     pub machine_seconds: f64,
+    /// Whether the claim's direction holds in this cell (a win, a loss or a tie, as
+    /// the paper reports).
+    pub holds: bool,
 }
 
 /// A judged claim.
@@ -418,17 +423,31 @@ pub(crate) fn shrink_for_smoke(spec: &mut compare::MatrixSpec) {
 /// as `--smoke` runs them: planning builds each workload for its footprint, and a
 /// faithful BFS cell's 2^25-vertex graph takes a minute and 6.5 GB to build.
 pub fn validate(f: &ClaimFile, smoke: bool) -> Result<()> {
+    validate_claims(f, smoke, &[])
+}
+
+/// [`validate`] for the claims `only` names (all when empty): only the matrices they
+/// read, narrowed as [`run`] narrows them, are planned.
+fn validate_claims(f: &ClaimFile, smoke: bool, only: &[String]) -> Result<()> {
     for (name, m) in &f.matrices {
-        let args = matrix_args(m, PathBuf::from("unused"), smoke, 1)?;
+        let readers: Vec<&Claim> = f
+            .claims
+            .iter()
+            .filter(|c| c.matrix.as_deref() == Some(name))
+            .filter(|c| only.is_empty() || only.contains(&c.id))
+            .collect();
+        if !only.is_empty() && readers.is_empty() {
+            continue;
+        }
+        let mut args = matrix_args(m, PathBuf::from("unused"), smoke, 1)?;
+        if !only.is_empty() {
+            narrow_to(&mut args, &readers);
+        }
         let (spec, _) = compare::resolve_spec(&args)
             .with_context(|| format!("claims {}: matrix `{name}`", f.paper))?;
         let runs =
             compare::plan(&spec).with_context(|| format!("claims {}: matrix `{name}`", f.paper))?;
-        for c in f
-            .claims
-            .iter()
-            .filter(|c| c.matrix.as_deref() == Some(name))
-        {
+        for c in readers {
             for p in [&c.policy, &c.baseline].into_iter().flatten() {
                 if !runs.iter().any(|r| &r.policy == p) {
                     bail!(
@@ -460,10 +479,13 @@ fn labels(runs: &[compare::PlannedRun]) -> String {
 }
 
 /// What `tierkit claims` was asked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ClaimsArgs {
     /// Papers to run (all when empty).
     pub papers: Vec<String>,
+    /// Claim ids to judge (all when empty). Only the matrices these claims read run,
+    /// narrowed to the workloads, fast-tier sizes, machines and policies they compare.
+    pub claims: Vec<String>,
     /// Output directory.
     pub out: PathBuf,
     /// Tiny runs: check the pipeline, not the claims.
@@ -475,24 +497,109 @@ pub struct ClaimsArgs {
     pub write_docs: Option<PathBuf>,
     /// Write into an `--out` that holds files `tierkit claims` did not write.
     pub force: bool,
+    /// Judge the claims once per seed ([`seeds::run_seeds`]); empty: once.
+    pub seeds: Vec<u64>,
+    /// The seed of every run (`None`: each matrix's own).
+    pub seed: Option<u64>,
 }
 
-/// Run the claims; returns every judged claim and the summary text.
-pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
-    let files = builtin()?;
+impl ClaimsArgs {
+    /// Whether claim `c` is one of those asked for.
+    fn wants(&self, c: &Claim) -> bool {
+        self.claims.is_empty() || self.claims.contains(&c.id)
+    }
+}
+
+/// The claim files `args` asks for, in report order: the named papers (all when none
+/// is named), and of them only those holding a claim of `--claim`. Unknown papers and
+/// claim ids are errors naming the valid ones.
+pub fn select<'a>(args: &ClaimsArgs, files: &'a [ClaimFile]) -> Result<Vec<&'a ClaimFile>> {
     let valid: Vec<&str> = files.iter().map(|f| f.paper.as_str()).collect();
     for p in &args.papers {
         if !valid.contains(&p.as_str()) {
             bail!("unknown paper `{p}`; valid: {}", valid.join(", "));
         }
     }
+    let by_paper: Vec<&ClaimFile> = files
+        .iter()
+        .filter(|f| args.papers.is_empty() || args.papers.contains(&f.paper))
+        .collect();
+    for id in &args.claims {
+        if !by_paper
+            .iter()
+            .any(|f| f.claims.iter().any(|c| &c.id == id))
+        {
+            let ids: Vec<String> = by_paper
+                .iter()
+                .flat_map(|f| f.claims.iter().map(|c| format!("{}:{}", f.paper, c.id)))
+                .collect();
+            bail!(
+                "unknown claim `{id}`{}; valid (paper:claim): {}",
+                if args.papers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {}", args.papers.join(", "))
+                },
+                ids.join(", ")
+            );
+        }
+    }
+    Ok(by_paper
+        .into_iter()
+        .filter(|f| f.claims.iter().any(|c| args.wants(c)))
+        .collect())
+}
+
+/// Narrow `cargs` to what `claims` (all reading its matrix) compare: their policies
+/// and baselines (the references run anyway), and their workloads, fast-tier sizes
+/// and machines where every claim names some. A claim judged on a narrowed matrix
+/// reads the same runs (a run's id is its configuration's hash) as on the whole one.
+fn narrow_to(cargs: &mut CompareArgs, claims: &[&Claim]) {
+    fn union<'a>(lists: impl Iterator<Item = &'a Vec<String>>) -> Option<Vec<String>> {
+        let mut all: Vec<String> = Vec::new();
+        for l in lists {
+            if l.is_empty() {
+                return None;
+            }
+            for x in l {
+                if !all.contains(x) {
+                    all.push(x.clone());
+                }
+            }
+        }
+        Some(all)
+    }
+    let mut policies: Vec<String> = Vec::new();
+    for p in claims
+        .iter()
+        .flat_map(|c| [&c.policy, &c.baseline])
+        .flatten()
+    {
+        if !policies.contains(p) {
+            policies.push(p.clone());
+        }
+    }
+    if !policies.is_empty() {
+        cargs.policies = Some(policies);
+    }
+    cargs.workloads = union(claims.iter().map(|c| &c.workloads));
+    cargs.ratios = union(claims.iter().map(|c| &c.ratios));
+    cargs.machines = union(claims.iter().map(|c| &c.machines));
+}
+
+/// Run the claims; returns every judged claim and the summary text.
+pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
+    let files = builtin()?;
+    let chosen = select(args, &files)?;
     if args.smoke && args.write_docs.is_some() {
         bail!("--smoke runs are too short to judge claims; drop --write-docs");
     }
+    if !args.claims.is_empty() && args.write_docs.is_some() {
+        bail!("--claim judges some claims only and the docs' tables hold every claim; drop --claim or --write-docs");
+    }
     // claims.md summarises every paper: from a subset, only the subset's rows and
     // sections are replaced in it (`splice_summary`).
-    let some_papers_left_out =
-        !args.papers.is_empty() && valid.iter().any(|v| !args.papers.iter().any(|p| p == v));
+    let some_papers_left_out = chosen.len() < files.len();
     // Checked before any run: a docs directory it cannot splice into fails now.
     let old_claims_md = match &args.write_docs {
         Some(docs) if some_papers_left_out => {
@@ -503,19 +610,15 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
                     path.display()
                 )
             })?;
-            for f in files.iter().filter(|f| args.papers.contains(&f.paper)) {
+            for f in &chosen {
                 paper_spans(&text, f)?;
             }
             Some(text)
         }
         _ => None,
     };
-    let chosen: Vec<&ClaimFile> = files
-        .iter()
-        .filter(|f| args.papers.is_empty() || args.papers.contains(&f.paper))
-        .collect();
     for f in &chosen {
-        validate(f, args.smoke)?;
+        validate_claims(f, args.smoke, &args.claims)?;
     }
     prepare_out(&args.out, args.force)?;
     let mut judged = Vec::new();
@@ -523,12 +626,21 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
     for f in &chosen {
         let mut results: BTreeMap<String, (Vec<ResultRow>, PathBuf)> = BTreeMap::new();
         for (name, m) in &f.matrices {
-            if !f.claims.iter().any(|c| c.matrix.as_deref() == Some(name)) {
+            let readers: Vec<&Claim> = f
+                .claims
+                .iter()
+                .filter(|c| c.matrix.as_deref() == Some(name) && args.wants(c))
+                .collect();
+            if readers.is_empty() {
                 continue;
             }
             let dir = args.out.join(&f.paper).join(name);
             eprintln!("claims {}: matrix `{name}` in {}", f.paper, dir.display());
-            let cargs = matrix_args(m, dir.clone(), args.smoke, args.jobs)?;
+            let mut cargs = matrix_args(m, dir.clone(), args.smoke, args.jobs)?;
+            cargs.seed = args.seed;
+            if !args.claims.is_empty() {
+                narrow_to(&mut cargs, &readers);
+            }
             // A matrix whose runs partly fail still judges the claims it can.
             let rows = match compare::run_matrix(&cargs) {
                 Ok((rows, _, _)) => rows,
@@ -540,11 +652,25 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
             };
             results.insert(name.clone(), (rows, dir));
         }
-        for c in &f.claims {
+        for c in f.claims.iter().filter(|c| args.wants(c)) {
             judged.push(judge(f, c, &results));
         }
     }
-    let summary = summary_md(&files, &judged, args.smoke);
+    let mut summary = summary_md(&files, &judged, args.smoke);
+    if !args.claims.is_empty() {
+        let at = summary.find("\n\n").map_or(0, |i| i + 2);
+        summary.insert_str(
+            at,
+            &format!(
+                "Only the claims asked for (`--claim {}`).\n\n",
+                args.claims.join(",")
+            ),
+        );
+    }
+    if let Some(seed) = args.seed {
+        let at = summary.find("\n\n").map_or(0, |i| i + 2);
+        summary.insert_str(at, &format!("Every run with seed {seed}.\n\n"));
+    }
     std::fs::write(args.out.join("claims.md"), &summary)?;
     std::fs::write(
         args.out.join("claims.json"),
@@ -693,6 +819,7 @@ pub fn judge(
             baseline_value: bv,
             gain: gain_of(pv, bv, c.better),
             machine_seconds: pr.sim_seconds,
+            holds: false,
         });
     }
     if j.cells.is_empty() {
@@ -709,6 +836,9 @@ pub fn judge(
         Expect::Worse => x < 1.0 - NEGLIGIBLE,
         Expect::Tie => (x - 1.0).abs() <= tie,
     };
+    for x in &mut j.cells {
+        x.holds = holds(x.gain);
+    }
     let (dir_all, dir_some, mag) = match c.aggregate {
         Aggregate::Each => (
             gains.iter().all(|&x| holds(x)),
@@ -1135,6 +1265,57 @@ mod tests {
             tie_within: None,
             reason: None,
         }
+    }
+
+    #[test]
+    fn claims_narrow_their_matrix_to_what_they_compare() {
+        let mut one = claim(Expect::Better, Aggregate::Each, None);
+        one.workloads = vec!["xgboost".into()];
+        one.machines = vec!["cxl".into()];
+        let mut two = claim(Expect::Better, Aggregate::Each, None);
+        two.baseline = Some("tpp".into());
+        two.workloads = vec!["cachelib".into(), "xgboost".into()];
+        two.machines = vec!["cxl".into()];
+        two.ratios = vec!["1:8".into()];
+        let mut args = CompareArgs::default();
+        narrow_to(&mut args, &[&one, &two]);
+        assert_eq!(
+            args.policies,
+            Some(vec!["a".into(), "b".into(), "tpp".into()])
+        );
+        assert_eq!(
+            args.workloads,
+            Some(vec!["xgboost".into(), "cachelib".into()])
+        );
+        assert_eq!(args.machines, Some(vec!["cxl".into()]));
+        assert_eq!(
+            args.ratios, None,
+            "a claim judged at every ratio needs every ratio run"
+        );
+    }
+
+    #[test]
+    fn a_claim_id_picks_its_papers_and_an_unknown_one_lists_the_valid() {
+        let files = builtin().unwrap();
+        let args = ClaimsArgs {
+            claims: vec!["xgboost-vs-hemem".into()],
+            ..ClaimsArgs::default()
+        };
+        let chosen = select(&args, &files).unwrap();
+        assert_eq!(
+            chosen.iter().map(|f| f.paper.as_str()).collect::<Vec<_>>(),
+            ["freqtier"]
+        );
+        let args = ClaimsArgs {
+            papers: vec!["chrono".into()],
+            claims: vec!["xgboost-vs-hemem".into()],
+            ..ClaimsArgs::default()
+        };
+        let e = select(&args, &files).unwrap_err().to_string();
+        assert!(
+            e.starts_with("unknown claim `xgboost-vs-hemem` in chrono; valid (paper:claim): chrono:pmbench-vs-linux-nb,"),
+            "{e}"
+        );
     }
 
     #[test]
