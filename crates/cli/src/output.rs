@@ -105,6 +105,27 @@ pub fn prepare_owned_dir(
     Ok(())
 }
 
+/// Whether `dir` holds only `seed-N` directories, each marked with `marker` as a
+/// command's own output: earlier one-seed runs copied in to be reused by a seed sweep
+/// (`--seeds`), which may then take `dir` as its own.
+pub fn only_seed_dirs(dir: &Path, marker: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut any = false;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_seed = name
+            .strip_prefix("seed-")
+            .is_some_and(|n| n.parse::<u64>().is_ok());
+        if !is_seed || !e.path().join(marker).exists() {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +135,28 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn a_dir_of_marked_seed_runs_is_a_seed_sweeps_own() {
+        let dir = scratch("seed-dirs");
+        assert!(
+            !only_seed_dirs(&dir, ".m"),
+            "an empty directory holds no seed runs"
+        );
+        std::fs::create_dir_all(dir.join("seed-42")).unwrap();
+        assert!(!only_seed_dirs(&dir, ".m"), "seed-42 is not marked");
+        std::fs::write(dir.join("seed-42").join(".m"), "").unwrap();
+        assert!(only_seed_dirs(&dir, ".m"));
+        std::fs::create_dir_all(dir.join("seed-x")).unwrap();
+        assert!(!only_seed_dirs(&dir, ".m"), "seed-x is not a seed");
+        std::fs::remove_dir_all(dir.join("seed-x")).unwrap();
+        std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+        assert!(
+            !only_seed_dirs(&dir, ".m"),
+            "a file of the user's is not a seed run"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -12,7 +12,6 @@ use crate::compare::seeds::check_seeds;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// One seed's judgement of a claim.
 #[derive(Debug, Clone, Serialize)]
@@ -252,26 +251,6 @@ pub fn markdown(files: &[ClaimFile], judged: &[SeedJudged], seeds: &[u64], smoke
     s
 }
 
-/// Whether `dir` holds only `seed-N` directories that `tierkit claims` wrote: one-seed
-/// claims directories copied in to be reused as those seeds' runs.
-fn only_seed_dirs(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let mut any = false;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let is_seed = name
-            .strip_prefix("seed-")
-            .is_some_and(|n| n.parse::<u64>().is_ok());
-        if !is_seed || !e.path().join(OUT_MARKER).exists() {
-            return false;
-        }
-        any = true;
-    }
-    any
-}
-
 /// Judge the claims of `args` once per seed of `args.seeds`, each in `OUT/seed-N`;
 /// write `claims-seeds.md` and `claims-seeds.json` in `OUT` and return the claims over
 /// the seeds and the Markdown.
@@ -286,7 +265,10 @@ pub fn run_seeds(args: &ClaimsArgs) -> Result<(Vec<SeedJudged>, String)> {
     let files = super::builtin()?;
     // Bad papers or claim ids fail before any directory is made.
     select(args, &files)?;
-    prepare_out(&args.out, args.force || only_seed_dirs(&args.out))?;
+    prepare_out(
+        &args.out,
+        args.force || crate::output::only_seed_dirs(&args.out, OUT_MARKER),
+    )?;
     let mut per_seed = Vec::with_capacity(args.seeds.len());
     for &seed in &args.seeds {
         let one = ClaimsArgs {
@@ -403,21 +385,5 @@ mod tests {
             md.contains("| **b** (headline) | reproduced on all 2 | 1.200×–1.250× | none of 1 |"),
             "{md}"
         );
-    }
-
-    #[test]
-    fn an_out_dir_of_copied_seed_runs_is_accepted() {
-        let dir = std::env::temp_dir().join(format!("tierkit-seed-dirs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("seed-42")).unwrap();
-        assert!(!only_seed_dirs(&dir), "seed-42 has no claims marker");
-        std::fs::write(dir.join("seed-42").join(OUT_MARKER), "").unwrap();
-        assert!(only_seed_dirs(&dir));
-        std::fs::write(dir.join("notes.txt"), "mine").unwrap();
-        assert!(
-            !only_seed_dirs(&dir),
-            "a file of the user's is not a seed run"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -276,7 +276,12 @@ pub fn sweep_seeds(args: &CompareArgs, seeds: &[u64]) -> Result<(Vec<SeedSpread>
     if args.seed.is_some() {
         bail!("--seeds runs one matrix per seed; drop --seed");
     }
-    super::prepare_out_dir(&args.out, args.force)?;
+    // An OUT holding only seed-N compare directories copied in (to reuse a suite's
+    // run as one seed) is the sweep's own.
+    super::prepare_out_dir(
+        &args.out,
+        args.force || crate::output::only_seed_dirs(&args.out, super::OUT_MARKER),
+    )?;
     let mut runs = Vec::with_capacity(seeds.len());
     for &seed in seeds {
         let mut a = args.clone();
