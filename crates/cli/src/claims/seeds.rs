@@ -259,9 +259,6 @@ pub fn run_seeds(args: &ClaimsArgs) -> Result<(Vec<SeedJudged>, String)> {
     if args.write_docs.is_some() {
         bail!("--seeds writes its tables into --out (claims-seeds.md); the docs' tables are one seed's: drop --write-docs");
     }
-    if args.seed.is_some() {
-        bail!("--seeds runs the claims once per seed; drop --seed");
-    }
     let files = super::builtin()?;
     // Bad papers or claim ids fail before any directory is made.
     select(args, &files)?;
