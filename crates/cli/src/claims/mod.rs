@@ -430,12 +430,7 @@ pub fn validate(f: &ClaimFile, smoke: bool) -> Result<()> {
 /// read, narrowed as [`run`] narrows them, are planned.
 fn validate_claims(f: &ClaimFile, smoke: bool, only: &[String]) -> Result<()> {
     for (name, m) in &f.matrices {
-        let readers: Vec<&Claim> = f
-            .claims
-            .iter()
-            .filter(|c| c.matrix.as_deref() == Some(name))
-            .filter(|c| only.is_empty() || only.contains(&c.id))
-            .collect();
+        let readers = readers(f, name, only);
         if !only.is_empty() && readers.is_empty() {
             continue;
         }
@@ -470,6 +465,15 @@ fn validate_claims(f: &ClaimFile, smoke: bool, only: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The claims of `f` that read matrix `name`, of those `only` names (all when empty).
+fn readers<'a>(f: &'a ClaimFile, name: &str, only: &[String]) -> Vec<&'a Claim> {
+    f.claims
+        .iter()
+        .filter(|c| c.matrix.as_deref() == Some(name))
+        .filter(|c| only.is_empty() || only.contains(&c.id))
+        .collect()
 }
 
 fn labels(runs: &[compare::PlannedRun]) -> String {
@@ -626,11 +630,7 @@ pub fn run(args: &ClaimsArgs) -> Result<(Vec<Judged>, String)> {
     for f in &chosen {
         let mut results: BTreeMap<String, (Vec<ResultRow>, PathBuf)> = BTreeMap::new();
         for (name, m) in &f.matrices {
-            let readers: Vec<&Claim> = f
-                .claims
-                .iter()
-                .filter(|c| c.matrix.as_deref() == Some(name) && args.wants(c))
-                .collect();
+            let readers = readers(f, name, &args.claims);
             if readers.is_empty() {
                 continue;
             }
