@@ -7,6 +7,16 @@ fn tierkit() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tierkit"))
 }
 
+/// Fail with the command's output unless it succeeded.
+fn assert_succeeded(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn every_claim_runs_and_is_judged_at_smoke_scale() {
     let out_dir = std::env::temp_dir().join(format!("tierkit-claims-smoke-{}", std::process::id()));
@@ -16,12 +26,7 @@ fn every_claim_runs_and_is_judged_at_smoke_scale() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let judged: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("claims.json")).unwrap())
             .unwrap();
@@ -63,12 +68,7 @@ fn claims_over_seeds_judge_each_seed_and_run_only_the_claims_cells() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
     let md = std::fs::read_to_string(out_dir.join("claims-seeds.md")).unwrap();
     assert!(md.contains("| Chrono (EuroSys'25) | 2 |"), "{md}");
     assert!(md.contains("| **pmbench-vs-tpp** (headline) |"), "{md}");
