@@ -112,16 +112,19 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
             .map_err(|e: toml::de::Error| {
                 anyhow!("invalid configuration: {}", one_line(&e.to_string()))
             })?;
-    // An exact run drops no access, so it has no dropped compute to carry: it is the
-    // same run (same identity, reused by `compare`) whatever `sim.sampled_compute`
-    // says, which lets `--validate-sampling` of both modes share their exact runs. A
-    // sampled run names its mode, the default included, so that its identity differs
-    // from a run resolved before the default changed (which named only "carried").
-    cfg.sim.sampled_compute = if cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT {
-        None
-    } else {
-        Some(cfg.sim.sampled_compute())
-    };
+    // An exact run drops no access, so it has no dropped compute to carry, no strata
+    // and no page sampled in time: it is the same run (same identity, reused by
+    // `compare`) whatever `sim.sampled_compute`, `sim.sample_strata` and
+    // `sim.time_sampled_weight` say, which lets `--validate-sampling` of either mode
+    // or strata share their exact runs. A sampled run names its compute mode, the
+    // default included, so that its identity differs from a run resolved before the
+    // default changed (which named only "carried").
+    let exact = cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT;
+    cfg.sim.sampled_compute = (!exact).then(|| cfg.sim.sampled_compute());
+    if exact {
+        cfg.sim.sample_strata = tierkit_core::SampleStrata::Address;
+        cfg.sim.time_sampled_weight = 0.0;
+    }
     cfg.validate()?;
     Ok(cfg)
 }
@@ -318,7 +321,7 @@ mod tests {
     /// without the key must not be this build's carried run: `compare` reuses a run by
     /// its config's text); an exact run's never does (no effect, shared by both modes).
     #[test]
-    fn a_sampled_run_names_its_compute_mode_and_an_exact_run_does_not() {
+    fn a_sampled_run_names_its_compute_mode_and_an_exact_run_no_sampling_setting() {
         let text = |sets: &[&str]| {
             let mut a = args();
             a.sets = sets.iter().map(|s| s.to_string()).collect();
@@ -336,6 +339,16 @@ mod tests {
             assert!(!exact.contains("sampled_compute"), "{exact}");
             assert_eq!(exact, text(&[]));
         }
+        // Nor do an exact run's strata or pages sampled in time (none without a sample).
+        for strata in ["mapping", "page"] {
+            let exact = text(&[
+                &format!("sim.sample_strata=\"{strata}\""),
+                "sim.time_sampled_weight=0.032",
+            ]);
+            assert_eq!(exact, text(&[]));
+        }
+        let by_page = text(&["sim.sample_rate=\"1/8\"", "sim.sample_strata=\"page\""]);
+        assert!(by_page.contains("sample_strata = \"page\""), "{by_page}");
         // The written config rebuilds the same run.
         let mut b = args();
         b.config_file = Some(("again.toml".into(), carried.clone()));

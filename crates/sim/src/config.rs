@@ -499,8 +499,9 @@ pub struct SimConfig {
     /// N consecutive 2 MiB regions of each address space) or `"mapping"` (inside each
     /// mapping, page by page where a mapping has fewer than N regions left;
     /// `docs/sampling.md`, "Strata by mapping"). No effect on an exact run. Written
-    /// into a run's resolved config only when not the default, so configs and outputs
-    /// from before it stay byte-identical.
+    /// into a run's resolved config only when not the default and the run is sampled,
+    /// so configs and outputs from before it stay byte-identical and an exact run is
+    /// one run whatever strata its matrix names.
     #[serde(skip_serializing_if = "is_address_strata")]
     pub sample_strata: tierkit_core::SampleStrata,
     /// A page that would carry at least this share of a sampled run's accesses if it
@@ -509,7 +510,7 @@ pub struct SimConfig {
     /// instead: kept in every sample, with one access in N of each thread kept
     /// (`docs/sampling.md`, "Pages sampled in time"). `0` (the default) samples every
     /// page in space; workloads without a profile ignore it. No effect on an exact run.
-    /// Written into a resolved config only when not 0.
+    /// Written into a resolved config only when not 0 and the run is sampled.
     #[serde(skip_serializing_if = "is_zero")]
     pub time_sampled_weight: f64,
     /// What a sampled run does with the compute time of the accesses it drops:
