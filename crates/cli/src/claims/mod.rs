@@ -965,7 +965,9 @@ pub fn summary_md(files: &[ClaimFile], judged: &[Judged], smoke: bool) -> String
          direction in some cells or without the magnitude. A gain within 1% of 1 is a \
          tie and shows no direction. Each row says how long the policy's runs lasted \
          in machine time: a policy whose periods are longer than its runs cannot act \
-         (docs/compare.md).\n\n",
+         (docs/compare.md). Every verdict is one seed's (the suites' 42); `tierkit \
+         claims --seeds 42,43,44` judges the claims on each of several \
+         (docs/compare.md, \"Claims over seeds\").\n\n",
     );
     if smoke {
         s.push_str("**Smoke run** (`--smoke`): runs cut to a few hundred thousand accesses; the verdicts below test the pipeline, not the papers.\n\n");

@@ -8,7 +8,7 @@
 //! gain in every seed and the cells whose direction moves with the seed.
 
 use super::{prepare_out, run, select, ClaimFile, ClaimsArgs, Judged, Verdict, OUT_MARKER};
-use crate::compare::seeds::check_seeds;
+use crate::compare::seeds::{check_seeds, min_max};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -213,8 +213,7 @@ pub fn markdown(files: &[ClaimFile], judged: &[SeedJudged], seeds: &[u64], smoke
             let gain = if gains.is_empty() {
                 "—".to_string()
             } else {
-                let lo = gains.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = gains.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let (lo, hi) = min_max(gains.iter().copied());
                 gain_range(lo, hi)
             };
             let moving: Vec<String> = j

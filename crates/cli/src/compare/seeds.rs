@@ -144,7 +144,8 @@ pub fn spreads(runs: &[Vec<ResultRow>]) -> Vec<SeedSpread> {
     out
 }
 
-fn min_max(v: impl Iterator<Item = f64>) -> (f64, f64) {
+/// The smallest and largest of `v` (infinities when empty), for a spread over seeds.
+pub(crate) fn min_max(v: impl Iterator<Item = f64>) -> (f64, f64) {
     v.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
         (lo.min(x), hi.max(x))
     })
