@@ -119,13 +119,14 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
     // or strata share their exact runs. A sampled run names its compute mode, the
     // default included, so that its identity differs from a run resolved before the
     // default changed (which named only "carried").
+    // Checked first, so that a bad value is refused even where it would do nothing.
+    cfg.validate()?;
     let exact = cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT;
     cfg.sim.sampled_compute = (!exact).then(|| cfg.sim.sampled_compute());
     if exact {
         cfg.sim.sample_strata = tierkit_core::SampleStrata::Address;
         cfg.sim.time_sampled_weight = 0.0;
     }
-    cfg.validate()?;
     Ok(cfg)
 }
 
@@ -349,6 +350,11 @@ mod tests {
         }
         let by_page = text(&["sim.sample_rate=\"1/8\"", "sim.sample_strata=\"page\""]);
         assert!(by_page.contains("sample_strata = \"page\""), "{by_page}");
+        // A value out of range is refused even where it would do nothing.
+        let mut a = args();
+        a.sets = vec!["sim.time_sampled_weight=1.5".into()];
+        let err = build(&a).unwrap_err().to_string();
+        assert!(err.contains("time_sampled_weight"), "{err}");
         // The written config rebuilds the same run.
         let mut b = args();
         b.config_file = Some(("again.toml".into(), carried.clone()));
