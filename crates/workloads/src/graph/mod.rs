@@ -1032,6 +1032,12 @@ mod tests {
         check_restricted(&|| pr(4, 1, 2), &by_mapping, 1e-12);
         check_restricted(&|| bfs(3, 2, 2), &by_mapping, 1e-12);
         check_restricted(&|| bc(3, 2, 2), &by_mapping, 1e-12);
+        let by_page = sampler
+            .clone()
+            .with_strata(tierkit_core::SampleStrata::Page);
+        check_restricted(&|| pr(4, 1, 2), &by_page, 1e-12);
+        check_restricted(&|| bfs(3, 2, 2), &by_page, 1e-12);
+        check_restricted(&|| bfs(6, 2, 1), &by_page, 1e-12);
         let mut w = pr(2, 1, 1);
         assert!(w.restrict_to(&sampler));
         assert_eq!(
