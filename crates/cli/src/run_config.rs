@@ -112,6 +112,8 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
             .map_err(|e: toml::de::Error| {
                 anyhow!("invalid configuration: {}", one_line(&e.to_string()))
             })?;
+    // Checked first, so that a bad value is refused even where it would do nothing.
+    cfg.validate()?;
     // An exact run drops no access, so it has no dropped compute to carry, no strata
     // and no page sampled in time: it is the same run (same identity, reused by
     // `compare`) whatever `sim.sampled_compute`, `sim.sample_strata` and
@@ -119,8 +121,6 @@ pub fn build(args: &RunArgs) -> Result<RunConfig> {
     // or strata share their exact runs. A sampled run names its compute mode, the
     // default included, so that its identity differs from a run resolved before the
     // default changed (which named only "carried").
-    // Checked first, so that a bad value is refused even where it would do nothing.
-    cfg.validate()?;
     let exact = cfg.sim.sample_rate == tierkit_sim::config::SampleRate::EXACT;
     cfg.sim.sampled_compute = (!exact).then(|| cfg.sim.sampled_compute());
     if exact {

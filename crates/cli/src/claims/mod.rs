@@ -471,9 +471,13 @@ fn validate_claims(f: &ClaimFile, smoke: bool, only: &[String]) -> Result<()> {
 fn readers<'a>(f: &'a ClaimFile, name: &str, only: &[String]) -> Vec<&'a Claim> {
     f.claims
         .iter()
-        .filter(|c| c.matrix.as_deref() == Some(name))
-        .filter(|c| only.is_empty() || only.contains(&c.id))
+        .filter(|c| c.matrix.as_deref() == Some(name) && asked(only, c))
         .collect()
+}
+
+/// Whether claim `c` is among the ids of `--claim` (every claim when none is given).
+fn asked(only: &[String], c: &Claim) -> bool {
+    only.is_empty() || only.contains(&c.id)
 }
 
 fn labels(runs: &[compare::PlannedRun]) -> String {
@@ -510,7 +514,7 @@ pub struct ClaimsArgs {
 impl ClaimsArgs {
     /// Whether claim `c` is one of those asked for.
     fn wants(&self, c: &Claim) -> bool {
-        self.claims.is_empty() || self.claims.contains(&c.id)
+        asked(&self.claims, c)
     }
 }
 

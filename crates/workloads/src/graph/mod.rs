@@ -1023,21 +1023,19 @@ mod tests {
 
     #[test]
     fn restricted_graphs_emit_exactly_the_kept_part_of_their_stream() {
+        use tierkit_core::SampleStrata;
         let sampler = tierkit_core::RegionSampler::new(tierkit_core::SpaceScale::new(0.25), 3);
-        check_restricted(&|| pr(4, 1, 2), &sampler, 1e-12);
-        check_restricted(&|| bfs(3, 2, 2), &sampler, 1e-12);
-        let by_mapping = sampler
-            .clone()
-            .with_strata(tierkit_core::SampleStrata::Mapping);
-        check_restricted(&|| pr(4, 1, 2), &by_mapping, 1e-12);
-        check_restricted(&|| bfs(3, 2, 2), &by_mapping, 1e-12);
-        check_restricted(&|| bc(3, 2, 2), &by_mapping, 1e-12);
-        let by_page = sampler
-            .clone()
-            .with_strata(tierkit_core::SampleStrata::Page);
-        check_restricted(&|| pr(4, 1, 2), &by_page, 1e-12);
-        check_restricted(&|| bfs(3, 2, 2), &by_page, 1e-12);
-        check_restricted(&|| bfs(6, 2, 1), &by_page, 1e-12);
+        for strata in [
+            SampleStrata::Address,
+            SampleStrata::Mapping,
+            SampleStrata::Page,
+        ] {
+            let sampler = sampler.clone().with_strata(strata);
+            check_restricted(&|| pr(4, 1, 2), &sampler, 1e-12);
+            check_restricted(&|| bfs(3, 2, 2), &sampler, 1e-12);
+            check_restricted(&|| bfs(6, 2, 1), &sampler, 1e-12);
+            check_restricted(&|| bc(3, 2, 2), &sampler, 1e-12);
+        }
         let mut w = pr(2, 1, 1);
         assert!(w.restrict_to(&sampler));
         assert_eq!(
