@@ -378,11 +378,12 @@ impl Simulation {
             }
             let inv_mlp = th.inv_mlp;
             let pid = th.process as u32;
-            // The common case, accesses back to back, runs in this loop without
-            // leaving it; anything else (a map change, a slice's end) goes below. The
-            // thread's clock lives in `clock` here: `access` takes and returns it (and
-            // writes it back for everyone else), so no access waits on the previous
-            // one's store of it.
+            // The common case, accesses back to back on resident pages, runs in this
+            // loop without leaving it, and nothing in it calls a function
+            // (`Machine::access_fast`); anything else (a fault, a sample, a map change,
+            // a slice's end) goes below. The thread's clock lives in `clock` here:
+            // `access_fast` takes and returns it (and writes it back for everyone
+            // else), so no access waits on the previous one's store of it.
             let mut clock = self.machine.clocks[t];
             while let Some(&Op::Access {
                 addr,
@@ -402,16 +403,14 @@ impl Simulation {
                 if let Some(Op::Access { addr, .. }) = th.buf.get(th.pos + PREFETCH_DISTANCE) {
                     self.machine.prefetch(t, *addr);
                 }
+                let Some(after) = self
+                    .machine
+                    .access_fast(t, clock, addr, write, gap_ns, inv_mlp)
+                else {
+                    break;
+                };
                 th.pos += 1;
-                clock = self.machine.access(
-                    t,
-                    clock,
-                    addr,
-                    write,
-                    gap_ns,
-                    inv_mlp,
-                    self.policy.as_mut(),
-                )?;
+                clock = after;
                 if self.machine.slice_over_at(clock, horizon, max_accesses) {
                     return Ok(());
                 }
@@ -421,7 +420,23 @@ impl Simulation {
             };
             th.pos += 1;
             match op {
-                Op::Access { .. } => unreachable!("accesses run in the loop above"),
+                // One the fast path declined; its gap was checked against the horizon
+                // above.
+                Op::Access {
+                    addr,
+                    write,
+                    gap_ns,
+                } => {
+                    self.machine.access(
+                        t,
+                        clock,
+                        addr,
+                        write,
+                        gap_ns,
+                        inv_mlp,
+                        self.policy.as_mut(),
+                    )?;
+                }
                 Op::Mmap { addr, len, kind } => {
                     let now = self.machine.clocks[t];
                     self.do_mmap(pid, addr, len, kind, now)?;

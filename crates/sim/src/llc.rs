@@ -83,8 +83,9 @@ impl Llc {
     }
 
     /// Look up the line of `addr` in process `pid`, filling it on a miss. `tier` is
-    /// where the line's page lives (remembered for write-back).
-    #[inline]
+    /// where the line's page lives (remembered for write-back). Always inlined: a
+    /// call on the access's path spills the engine loop's registers.
+    #[inline(always)]
     pub fn access(&mut self, pid: u32, addr: u64, write: bool, tier: u8) -> LlcResult {
         let (line, base) = self.set_of(pid, addr);
         let set_tags = &mut self.tags[base..base + self.ways];

@@ -173,6 +173,14 @@ impl AddressSpace {
         Some(i)
     }
 
+    /// The index of the VMA of the last successful lookup, if it holds `vpn`: the
+    /// lookup of [`find`](Self::find) that changes nothing.
+    #[inline]
+    pub fn cached(&self, vpn: Vpn) -> Option<usize> {
+        let v = self.vmas.get(self.last)?;
+        v.vma.contains(vpn).then_some(self.last)
+    }
+
     /// The VMA of the last successful lookup, if any.
     #[inline]
     pub fn cached_vma(&self) -> Option<&VmaState> {

@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// What [`Machine::serve`] did: the thread's clock after the access, whether it missed
+/// the LLC, and the tier and kind of the page that served it.
+struct Served {
+    clock: f64,
+    miss: bool,
+    tier: u8,
+    huge: bool,
+}
+
 impl Machine {
     /// Allocate the page unit holding `vpn` on first touch: the fastest tier with free
     /// pages above its min watermark (Linux's zonelist fallback). Returns (tier, huge).
@@ -98,11 +107,52 @@ impl Machine {
         }
     }
 
+    /// [`Machine::access`] on its common path alone: the page is in the VMA of the
+    /// thread's process's last lookup, resident and not armed, and no sample falls
+    /// due. Returns the clock after the access, or `None`, having changed nothing,
+    /// when any of that does not hold (then the caller makes the same access through
+    /// [`Machine::access`]). Nothing in it calls a function, so in the engine's loop
+    /// the thread's clock and the loop's invariants stay in host registers: with the
+    /// fault and sample calls in the same loop they lived on the stack, and each access
+    /// waited on their stores (docs/performance.md).
+    #[inline(always)]
+    pub fn access_fast(
+        &mut self,
+        tid: usize,
+        clock: f64,
+        addr: u64,
+        write: bool,
+        gap_ns: u32,
+        inv_mlp: f64,
+    ) -> Option<f64> {
+        let pid = self.thread_pid[tid];
+        let k = write as usize;
+        // A countdown at one may fire on this access: the sample goes to the policy.
+        if self.sample_period[k] != 0 && self.sample_countdown[k] == 1 {
+            return None;
+        }
+        let vpn = addr >> PAGE_SHIFT;
+        let vi = self.spaces[pid as usize].cached(vpn)?;
+        {
+            let v = &self.spaces[pid as usize].vmas[vi];
+            let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
+            if !(p.present() && v.pages[v.unit_index(vpn)].flags & F_ARMED == 0) {
+                return None;
+            }
+        }
+        let clock = clock + gap_ns as f64 * self.gap_weight;
+        self.counters.accesses += 1;
+        let served = self.serve(tid, pid, vi, vpn, addr, write, clock, inv_mlp);
+        if self.sample_period[k] != 0 && (write || served.miss) {
+            self.sample_countdown[k] -= 1;
+        }
+        Some(served.clock)
+    }
+
     /// One access by global thread `tid` whose memory-level parallelism is
     /// `1 / inv_mlp`, its clock `clock` when it starts; returns the clock after it.
-    /// The hot path: on the common path (page resident, not armed) the page state is
-    /// looked up once and updated in place.
-    #[inline]
+    /// Every case: the engine calls it where [`Machine::access_fast`] declines.
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     pub fn access(
         &mut self,
@@ -115,10 +165,8 @@ impl Machine {
         policy: &mut dyn Policy,
     ) -> Result<f64, SimError> {
         let pid = self.thread_pid[tid];
-        let w = self.event_weight;
-        // The thread's clock comes in and goes out in a register (the engine's loop
-        // keeps it there from one access to the next, off the store-to-load path); it
-        // is written back before anything else (the fault path, a policy) can read it.
+        // The thread's clock is written back before anything else (the fault path, a
+        // policy) can read it.
         let mut clock = clock + gap_ns as f64 * self.gap_weight;
         self.counters.accesses += 1;
         let vpn = addr >> PAGE_SHIFT;
@@ -127,8 +175,7 @@ impl Machine {
             self.clocks[tid] = clock;
             return Err(SimError::Unmapped { pid, addr });
         };
-        // Common path: resident and not armed; anything else takes the slow path,
-        // which faults the page in and delivers the hinting fault, then looks again.
+        // Not resident, or armed: fault the page in and deliver the hinting fault.
         let common = {
             let v = &space.vmas[vi];
             let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
@@ -139,8 +186,44 @@ impl Machine {
             vi = self.fault_in(tid, pid, vi, vpn, addr, write, policy)?;
             clock = self.clocks[tid];
         }
-        // From here on one borrow of the VMA's pages serves the whole access; the
-        // tiers and the LLC are other fields of the machine.
+        let served = self.serve(tid, pid, vi, vpn, addr, write, clock, inv_mlp);
+        // PEBS-like counters: LLC load misses, and all stores.
+        let k = write as usize;
+        if self.sample_period[k] != 0 && (write || served.miss) {
+            self.sample_countdown[k] -= 1;
+            if self.sample_countdown[k] == 0 {
+                self.sample_countdown[k] = self.sample_period[k];
+                let kind = if write {
+                    SampleKind::Store
+                } else {
+                    SampleKind::LlcLoadMiss
+                };
+                self.deliver_sample(tid, pid, vpn, served.tier, served.huge, kind, policy);
+                // The policy may have charged the thread.
+                return Ok(self.clocks[tid]);
+            }
+        }
+        Ok(served.clock)
+    }
+
+    /// The part of an access after translation, on a resident unarmed page of VMA
+    /// `vi`: mark the page, filter through the LLC, count and charge the serving tier,
+    /// and store the thread's clock. One borrow of the VMA's pages serves the whole
+    /// access; the tiers and the LLC are other fields of the machine.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn serve(
+        &mut self,
+        tid: usize,
+        pid: u32,
+        vi: usize,
+        vpn: Vpn,
+        addr: u64,
+        write: bool,
+        mut clock: f64,
+        inv_mlp: f64,
+    ) -> Served {
+        let w = self.event_weight;
         let v = &mut self.spaces[pid as usize].vmas[vi];
         let exact = (vpn - v.vma.start_vpn) as usize;
         let ui = v.unit_index(vpn);
@@ -180,23 +263,12 @@ impl Machine {
         };
         clock += latency * inv_mlp;
         self.clocks[tid] = clock;
-        // PEBS-like counters: LLC load misses, and all stores.
-        let k = write as usize;
-        if self.sample_period[k] != 0 && (write || miss) {
-            self.sample_countdown[k] -= 1;
-            if self.sample_countdown[k] == 0 {
-                self.sample_countdown[k] = self.sample_period[k];
-                let kind = if write {
-                    SampleKind::Store
-                } else {
-                    SampleKind::LlcLoadMiss
-                };
-                self.deliver_sample(tid, pid, vpn, tier, huge, kind, policy);
-                // The policy may have charged the thread.
-                return Ok(self.clocks[tid]);
-            }
+        Served {
+            clock,
+            miss,
+            tier,
+            huge,
         }
-        Ok(clock)
     }
 
     /// The slow path of an access: fault the page in if it is not resident, and

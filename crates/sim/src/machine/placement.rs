@@ -79,7 +79,10 @@ impl EpochScratch {
     /// Note a page whose epoch count an access is about to raise from zero.
     #[inline]
     pub(crate) fn note_accessed(&mut self, pid: u32, vma: usize, page: usize) {
-        if self.accessed.len() < self.list_limit {
+        // The list's room is reserved when its limit is set, so this push never
+        // allocates (no call on the access's fast path).
+        let len = self.accessed.len();
+        if len < self.list_limit && len < self.accessed.capacity() {
             self.accessed.push(AccessedPage {
                 pid,
                 vma: vma as u32,
@@ -172,6 +175,7 @@ impl Machine {
                 "fast pages outside kept units"
             );
             *list_limit = kept_seen / 8;
+            accessed.reserve(*list_limit);
         } else {
             // A page listed twice finds its count taken by the first read (or the page
             // freed since): zero, skipped.
