@@ -133,16 +133,18 @@ impl Machine {
         }
         let vpn = addr >> PAGE_SHIFT;
         let vi = self.spaces[pid as usize].cached(vpn)?;
-        {
+        let (exact, ui) = {
             let v = &self.spaces[pid as usize].vmas[vi];
-            let p = &v.pages[(vpn - v.vma.start_vpn) as usize];
-            if !(p.present() && v.pages[v.unit_index(vpn)].flags & F_ARMED == 0) {
+            let exact = (vpn - v.vma.start_vpn) as usize;
+            let ui = v.unit_index(vpn);
+            if !(v.pages[exact].present() && v.pages[ui].flags & F_ARMED == 0) {
                 return None;
             }
-        }
+            (exact, ui)
+        };
         let clock = clock + gap_ns as f64 * self.gap_weight;
         self.counters.accesses += 1;
-        let served = self.serve(tid, pid, vi, vpn, addr, write, clock, inv_mlp);
+        let served = self.serve(tid, pid, vi, exact, ui, addr, write, clock, inv_mlp);
         if self.sample_period[k] != 0 && (write || served.miss) {
             self.sample_countdown[k] -= 1;
         }
@@ -186,7 +188,11 @@ impl Machine {
             vi = self.fault_in(tid, pid, vi, vpn, addr, write, policy)?;
             clock = self.clocks[tid];
         }
-        let served = self.serve(tid, pid, vi, vpn, addr, write, clock, inv_mlp);
+        let (exact, ui) = {
+            let v = &self.spaces[pid as usize].vmas[vi];
+            ((vpn - v.vma.start_vpn) as usize, v.unit_index(vpn))
+        };
+        let served = self.serve(tid, pid, vi, exact, ui, addr, write, clock, inv_mlp);
         // PEBS-like counters: LLC load misses, and all stores.
         let k = write as usize;
         if self.sample_period[k] != 0 && (write || served.miss) {
@@ -206,10 +212,11 @@ impl Machine {
         Ok(served.clock)
     }
 
-    /// The part of an access after translation, on a resident unarmed page of VMA
-    /// `vi`: mark the page, filter through the LLC, count and charge the serving tier,
-    /// and store the thread's clock. One borrow of the VMA's pages serves the whole
-    /// access; the tiers and the LLC are other fields of the machine.
+    /// The part of an access after translation, on a resident unarmed page (index
+    /// `exact` in VMA `vi`, its page unit's head at `ui`): mark the page, filter
+    /// through the LLC, count and charge the serving tier, and store the thread's
+    /// clock. One borrow of the VMA's pages serves the whole access; the tiers and the
+    /// LLC are other fields of the machine.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn serve(
@@ -217,17 +224,15 @@ impl Machine {
         tid: usize,
         pid: u32,
         vi: usize,
-        vpn: Vpn,
+        exact: usize,
+        ui: usize,
         addr: u64,
         write: bool,
         mut clock: f64,
         inv_mlp: f64,
     ) -> Served {
         let w = self.event_weight;
-        let v = &mut self.spaces[pid as usize].vmas[vi];
-        let exact = (vpn - v.vma.start_vpn) as usize;
-        let ui = v.unit_index(vpn);
-        let pages = &mut v.pages;
+        let pages = &mut self.spaces[pid as usize].vmas[vi].pages;
         let unit = &mut pages[ui];
         unit.flags |= F_ACCESSED;
         let tier = unit.tier();
