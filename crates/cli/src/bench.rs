@@ -7,8 +7,10 @@
 //! limit first (a loop of random 8-byte read-modify-writes over an array as large as
 //! the cases' page state plus LLC tags), then each case, and prints every case as
 //! accesses per second and as a fraction of the limit: a ratio survives a noisy or
-//! different machine where a bare rate does not. Each figure is the median of `reps`
-//! runs.
+//! different machine where a bare rate does not. A second host row does, per
+//! operation, just the memory traffic of a simulated access with the LLC on (the page
+//! state and both lines of a 16-way set): the most a `-llc-on` case's fraction could
+//! be. Each figure is the median of `reps` runs.
 
 use crate::run::simulate;
 use crate::run_config::{build, RunArgs};
@@ -84,6 +86,38 @@ pub fn host_random_rmw_per_s(bytes: u64, ops: u64, reps: usize, huge: bool) -> f
     median(rates)
 }
 
+/// The host's rate for the host memory traffic of one simulated access with the LLC
+/// on, and nothing else: per operation, a random 8-byte read-modify-write in an array
+/// as large as the bench's page state and one in each of the two host lines of a
+/// random 128-byte block (a 16-way set of 8-byte tags) of an array as large as its LLC
+/// tags, all on transparent huge pages. What a `-llc-on` case's fraction of the limit
+/// can at most be is this row's. Median over `reps` runs of `ops` operations.
+pub fn host_page_and_set_rmw_per_s(ops: u64, reps: usize) -> f64 {
+    let pages = (4u64 << 30) / 4096;
+    let sets = (32u64 << 20) / 64 / 16;
+    let mut state = tierkit_core::host::vec_on_huge_pages(0u64, 2 * pages as usize);
+    let mut tags = tierkit_core::host::vec_on_huge_pages(0u64, 16 * sets as usize);
+    let mut rates = Vec::with_capacity(reps.max(1));
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..reps.max(1) {
+        let start = Instant::now();
+        for _ in 0..ops {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let page = (x % pages) as usize * 2;
+            state[page] = state[page].wrapping_add(1);
+            // The set from other bits of the same draw; its block's two lines.
+            let set = ((x >> 32) % sets) as usize * 16;
+            tags[set] = tags[set].wrapping_add(1);
+            tags[set + 8] = tags[set + 8].wrapping_add(1);
+        }
+        rates.push(ops as f64 / start.elapsed().as_secs_f64().max(1e-9));
+    }
+    std::hint::black_box((&state, &tags));
+    median(rates)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -133,6 +167,13 @@ pub fn run(reps: usize, accesses: u64) -> Result<String> {
             rate / limit
         ));
     }
+    let page_and_set = host_page_and_set_rmw_per_s(ops, reps);
+    out.push_str(&format!(
+        "{:<28} {:>12.1} M {:>10.2}\n",
+        "host RMW, page + LLC set",
+        page_and_set / 1e6,
+        page_and_set / limit
+    ));
     print!("{out}");
     for case in CASES {
         eprintln!(
