@@ -397,3 +397,111 @@ impl Machine {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+    impl Policy for Quiet {
+        fn name(&self) -> &'static str {
+            "quiet"
+        }
+        fn on_event(&mut self, _: &Event, _: &mut dyn Mechanisms) {}
+    }
+
+    fn machine(llc: bool, thp: ThpMode) -> Machine {
+        let cfg = crate::testing::small_machine(4, 64);
+        Machine::new(MachineParams {
+            tiers: cfg.resolve(MIB, false).unwrap(),
+            thp,
+            llc: llc.then_some((64 * 64 * 4, 4)),
+            costs: cfg.costs.clone(),
+            tiering_cpus: cfg.tiering_cpus,
+            seed: 7,
+            pingpong_window_ms: 1000,
+            threads_per_process: vec![1],
+            policy_time_scale: 1.0,
+            space_scale: Default::default(),
+            sampler: tierkit_core::RegionSampler::new(Default::default(), 0),
+        })
+    }
+
+    /// Everything an access may change.
+    fn state(m: &Machine) -> (String, Vec<PageState>) {
+        let pages = m.spaces[0]
+            .vmas
+            .iter()
+            .flat_map(|v| v.pages.iter().copied());
+        let rest = format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?}",
+            m.counters,
+            m.clocks,
+            m.sample_countdown,
+            m.placement_scratch,
+            m.tiers,
+            m.spaces[0].cached(64 << 8)
+        );
+        (rest, pages.collect())
+    }
+
+    /// The engine's way (the fast path, the general one where it declines) and the
+    /// general path alone give the same machine after every access, through first
+    /// touches, two VMAs, huge and base pages, armed pages, samples falling due and
+    /// the LLC; and where the fast path declines it has changed nothing.
+    #[test]
+    fn the_fast_path_declines_untouched_and_otherwise_is_the_general_path() {
+        let cases =
+            [false, true].map(|llc| [ThpMode::Never, ThpMode::Always].map(|thp| (llc, thp)));
+        for (llc, thp) in cases.into_iter().flatten() {
+            let (mut engine, mut general) = (machine(llc, thp), machine(llc, thp));
+            for m in [&mut engine, &mut general] {
+                m.mmap(0, 0, 4 << 20, VmaKind::Anon).unwrap();
+                m.mmap(0, 64 << 20, 4 << 20, VmaKind::Anon).unwrap();
+                m.set_sample_period(SampleKind::LlcLoadMiss, 7);
+                m.set_sample_period(SampleKind::Store, 11);
+            }
+            let (mut a, mut b) = (0.0, 0.0);
+            let mut declined = 0;
+            let mut x = 12345u64;
+            for i in 0..2000u64 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let base = if (i / 100) % 2 == 0 { 0 } else { 64 << 20 };
+                let addr = base + (x >> 8) % (256 << 10);
+                let write = x & 2 != 0;
+                let gap = (x >> 40) as u32 % 50;
+                if i % 97 == 0 {
+                    for m in [&mut engine, &mut general] {
+                        m.arm_hint_fault(Pid(0), addr >> PAGE_SHIFT);
+                    }
+                }
+                let before = state(&engine);
+                a = match engine.access_fast(0, a, addr, write, gap, 0.5) {
+                    Some(c) => c,
+                    None => {
+                        declined += 1;
+                        assert_eq!(
+                            state(&engine),
+                            before,
+                            "a declining fast path changed the machine"
+                        );
+                        engine
+                            .access(0, a, addr, write, gap, 0.5, &mut Quiet)
+                            .unwrap()
+                    }
+                };
+                b = general
+                    .access(0, b, addr, write, gap, 0.5, &mut Quiet)
+                    .unwrap();
+                assert_eq!(a, b, "access {i}");
+                assert_eq!(state(&engine), state(&general), "access {i}");
+            }
+            assert!(
+                declined > 0 && declined < 1000,
+                "{declined} declined of 2000"
+            );
+        }
+    }
+}
