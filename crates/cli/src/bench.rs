@@ -46,13 +46,16 @@ pub const CASES: &[Case] = &[
     },
 ];
 
+/// Pages of GUPS's default 4 GiB table, each with 16 bytes of page state.
+const CASE_PAGES: u64 = (4 << 30) / 4096;
+/// Lines of the default 32 MiB LLC, each with 8 bytes of tag, 16 to a set.
+const CASE_LLC_LINES: u64 = (32 << 20) / 64;
+
 /// Bytes of simulator state the cases touch at random: 16 bytes of page state per
 /// 4 KiB page of GUPS's default 4 GiB table, plus 8 bytes of tag per line of the
 /// default 32 MiB LLC; rounded up to a power of two.
 pub fn working_set_bytes() -> u64 {
-    let pages = (4u64 << 30) / 4096;
-    let llc_lines = (32u64 << 20) / 64;
-    (pages * 16 + llc_lines * 8).next_power_of_two()
+    (CASE_PAGES * 16 + CASE_LLC_LINES * 8).next_power_of_two()
 }
 
 /// The host's random read-modify-write rate over `bytes` of memory (rounded up to a
@@ -67,22 +70,31 @@ pub fn host_random_rmw_per_s(bytes: u64, ops: u64, reps: usize, huge: bool) -> f
         vec![0u64; n]
     };
     let mask = n as u64 - 1;
+    let rate = random_ops_per_s(ops, reps, |x| {
+        let i = (x & mask) as usize;
+        a[i] = a[i].wrapping_add(1);
+    });
+    std::hint::black_box(&a);
+    rate
+}
+
+/// Median over `reps` runs of `ops` calls of `op`, each handed the next draw of one
+/// xorshift64 stream, in operations per second. The draw is cheap, and no index
+/// depends on a loaded value, as the simulator's next access does not depend on the
+/// previous one's data.
+fn random_ops_per_s(ops: u64, reps: usize, mut op: impl FnMut(u64)) -> f64 {
     let mut rates = Vec::with_capacity(reps.max(1));
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     for _ in 0..reps.max(1) {
         let start = Instant::now();
         for _ in 0..ops {
-            // xorshift64: cheap, and the index does not depend on the loaded value, as
-            // the simulator's next access does not depend on the previous one's data.
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let i = (x & mask) as usize;
-            a[i] = a[i].wrapping_add(1);
+            op(x);
         }
         rates.push(ops as f64 / start.elapsed().as_secs_f64().max(1e-9));
     }
-    std::hint::black_box(&a);
     median(rates)
 }
 
@@ -93,29 +105,19 @@ pub fn host_random_rmw_per_s(bytes: u64, ops: u64, reps: usize, huge: bool) -> f
 /// tags, all on transparent huge pages. What a `-llc-on` case's fraction of the limit
 /// can at most be is this row's. Median over `reps` runs of `ops` operations.
 pub fn host_page_and_set_rmw_per_s(ops: u64, reps: usize) -> f64 {
-    let pages = (4u64 << 30) / 4096;
-    let sets = (32u64 << 20) / 64 / 16;
+    let (pages, sets) = (CASE_PAGES, CASE_LLC_LINES / 16);
     let mut state = tierkit_core::host::vec_on_huge_pages(0u64, 2 * pages as usize);
     let mut tags = tierkit_core::host::vec_on_huge_pages(0u64, 16 * sets as usize);
-    let mut rates = Vec::with_capacity(reps.max(1));
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for _ in 0..reps.max(1) {
-        let start = Instant::now();
-        for _ in 0..ops {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let page = (x % pages) as usize * 2;
-            state[page] = state[page].wrapping_add(1);
-            // The set from other bits of the same draw; its block's two lines.
-            let set = ((x >> 32) % sets) as usize * 16;
-            tags[set] = tags[set].wrapping_add(1);
-            tags[set + 8] = tags[set + 8].wrapping_add(1);
-        }
-        rates.push(ops as f64 / start.elapsed().as_secs_f64().max(1e-9));
-    }
+    let rate = random_ops_per_s(ops, reps, |x| {
+        let page = (x % pages) as usize * 2;
+        state[page] = state[page].wrapping_add(1);
+        // The set from other bits of the same draw; its block's two lines.
+        let set = ((x >> 32) % sets) as usize * 16;
+        tags[set] = tags[set].wrapping_add(1);
+        tags[set + 8] = tags[set + 8].wrapping_add(1);
+    });
     std::hint::black_box((&state, &tags));
-    median(rates)
+    rate
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -4,7 +4,7 @@
 
 use crate::config::{MachineConfig, SimConfig, TierSpec};
 use crate::engine::{RunLabels, RunOutput, Simulation};
-use crate::machine::Machine;
+use crate::machine::{Machine, MachineParams};
 use tierkit_core::*;
 
 /// A workload that replays fixed operation lists: one process per list, one thread
@@ -145,6 +145,25 @@ pub fn small_machine(fast_mib: u64, slow_mib: u64) -> MachineConfig {
         llc_enabled: false,
         ..MachineConfig::default()
     }
+}
+
+/// A bare machine of `cfg`'s tiers, THP mode and costs with the LLC `llc` (size in
+/// bytes, ways) or none, one process of one thread, exact, seed 7: for tests that
+/// drive a `Machine` or its `Mechanisms` directly, without an engine.
+pub fn bare_machine(cfg: &MachineConfig, llc: Option<(u64, u32)>) -> Machine {
+    Machine::new(MachineParams {
+        tiers: cfg.resolve(MIB, false).expect("valid test tiers"),
+        thp: cfg.thp,
+        llc,
+        costs: cfg.costs.clone(),
+        tiering_cpus: cfg.tiering_cpus,
+        seed: 7,
+        pingpong_window_ms: 1000,
+        threads_per_process: vec![1],
+        policy_time_scale: 1.0,
+        space_scale: Default::default(),
+        sampler: RegionSampler::new(Default::default(), 0),
+    })
 }
 
 /// Run `policy` on `workload` and hand back the output and the final machine.

@@ -1211,24 +1211,11 @@ impl DamonOps for PaddrOps<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tierkit_sim::machine::{Machine, MachineParams};
+    use tierkit_sim::machine::Machine;
 
     /// A bare simulated machine: only its `random()` and costs are used here.
     fn test_machine() -> Machine {
-        let cfg = tierkit_sim::testing::small_machine(4, 4);
-        Machine::new(MachineParams {
-            tiers: cfg.resolve(MIB, false).unwrap(),
-            thp: cfg.thp,
-            llc: None,
-            costs: cfg.costs.clone(),
-            tiering_cpus: cfg.tiering_cpus,
-            seed: 7,
-            pingpong_window_ms: 1000,
-            threads_per_process: vec![1],
-            policy_time_scale: 1.0,
-            space_scale: Default::default(),
-            sampler: tierkit_core::RegionSampler::new(Default::default(), 0),
-        })
+        tierkit_sim::testing::bare_machine(&tierkit_sim::testing::small_machine(4, 4), None)
     }
 
     /// An operations set over an imaginary address space where a sampled address is

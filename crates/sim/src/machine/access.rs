@@ -411,20 +411,11 @@ mod tests {
     }
 
     fn machine(llc: bool, thp: ThpMode) -> Machine {
-        let cfg = crate::testing::small_machine(4, 64);
-        Machine::new(MachineParams {
-            tiers: cfg.resolve(MIB, false).unwrap(),
+        let cfg = crate::config::MachineConfig {
             thp,
-            llc: llc.then_some((64 * 64 * 4, 4)),
-            costs: cfg.costs.clone(),
-            tiering_cpus: cfg.tiering_cpus,
-            seed: 7,
-            pingpong_window_ms: 1000,
-            threads_per_process: vec![1],
-            policy_time_scale: 1.0,
-            space_scale: Default::default(),
-            sampler: tierkit_core::RegionSampler::new(Default::default(), 0),
-        })
+            ..crate::testing::small_machine(4, 64)
+        };
+        crate::testing::bare_machine(&cfg, llc.then_some((64 * 64 * 4, 4)))
     }
 
     /// Everything an access may change.
