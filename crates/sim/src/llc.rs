@@ -91,7 +91,7 @@ impl Llc {
         let want = line << META_BITS;
         // Every machine preset has 16 ways. With the set's length a constant the scan
         // unrolls and a miss's shift of fifteen ways compiles to a few vector moves:
-        // 5-9% of `tierkit bench`'s LLC-on cases (docs/performance.md).
+        // 4-6% on `tierkit bench`'s LLC-on cases (docs/performance.md).
         if self.ways == 16 {
             let set: &mut [u64; 16] = (&mut self.tags[base..base + 16]).try_into().unwrap();
             lookup(set, want, write, tier)
@@ -275,7 +275,8 @@ mod tests {
         #[test]
         fn lookups_are_true_lru(ways in proptest::sample::select(vec![2u32, 8, 16]),
                                 ops in proptest::collection::vec((0u64..96, 0u32..2, proptest::bool::ANY, 0u8..4), 1..3000)) {
-            // Four sets, so each holds up to `ways` of ~24 lines drawn for it.
+            // Four sets, each drawn from ~48 lines (96 addresses, two processes): at
+            // 2 to 16 ways both hits and misses come.
             let mut llc = Llc::new(64 * 4 * ways as u64, ways);
             let mut reference = ReferenceLru { sets: vec![Vec::new(); 4], ways: ways as usize };
             for (i, &(line, pid, write, tier)) in ops.iter().enumerate() {
