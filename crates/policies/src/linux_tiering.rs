@@ -628,9 +628,10 @@ impl Policy for LinuxTiering {
 
 impl LinuxTieringConfig {
     /// Sampled simulation: the promotion rate limit (MB/s of promoted memory) scales.
-    /// The hot threshold (ms), the NUMA scanner's address-space step (MB of virtual
-    /// range, which keeps its shape) and kswapd's batch (SWAP_CLUSTER_MAX, a reclaim
-    /// granularity bounded by the watermarks, which scale themselves) do not.
+    /// The hot threshold (ms) and the NUMA scanner's address-space step (MB of
+    /// virtual range, which keeps its shape) do not. kswapd's isolation per round
+    /// (SWAP_CLUSTER_MAX) scales inside [`crate::lru::Kswapd`] for every policy that
+    /// uses it ([`crate::lru::isolated_per_round`]).
     pub fn scale_space(&mut self, s: SpaceScale) {
         self.promote_rate_limit_mbps = s.count(self.promote_rate_limit_mbps);
     }
@@ -962,6 +963,49 @@ mod tests {
                 "{name}: {retried} retried of {refused} refused"
             );
         }
+    }
+
+    /// kswapd isolates `SWAP_CLUSTER_MAX` / N sampled pages a round on a machine
+    /// sampled at 1/N ([`crate::lru::isolated_per_round`]), so its cycles are the full
+    /// machine's image: about as many wakeups as exactly, each freeing about as many
+    /// represented pages (GUPS at 1/8: 7 548 wakeups exactly, 7 724 sampled; with 32
+    /// sampled pages a round it woke 1 624 times, freeing 110 pages a wakeup, not 24).
+    #[test]
+    fn a_sampled_kswapd_wakes_as_often_as_the_full_one() {
+        use tierkit_workloads::{GupsConfig, WorkloadConfig};
+        let run_at = |rate: &str| {
+            let sim = SimConfig {
+                sample_rate: tierkit_sim::SampleRate::parse(rate).unwrap(),
+                ..SimConfig::default()
+            };
+            let gups = WorkloadConfig::Gups(GupsConfig {
+                footprint_mib: 512,
+                nr_updates: 40_000_000,
+                ..Default::default()
+            })
+            .build(3);
+            let cfg = LinuxTieringConfig::default();
+            run(&small_machine(64, 1024), &sim, policy(cfg), gups).0
+        };
+        let exact = run_at("1");
+        let sampled = run_at("1/8");
+        let (we, ws) = (
+            stat(&exact, "kswapd_wakeups"),
+            stat(&sampled, "kswapd_wakeups"),
+        );
+        let (de, ds) = (
+            stat(&exact, "kswapd_demoted_pages") / we,
+            8.0 * stat(&sampled, "kswapd_demoted_pages") / ws,
+        );
+        assert!(we > 100.0, "exact kswapd woke {we} times");
+        assert!(
+            (ws / we - 1.0).abs() < 0.25,
+            "wakeups {we} exactly, {ws} sampled"
+        );
+        assert!(
+            (ds / de - 1.0).abs() < 0.25,
+            "pages a wakeup {de} exactly, {ds} sampled (represented)"
+        );
     }
 
     #[test]
