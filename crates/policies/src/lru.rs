@@ -23,8 +23,9 @@
 //!   inactive,unreferenced → inactive,referenced → active step TPP's fault path uses).
 //!
 //! [`Kswapd`] is the reclaim loop of `balance_pgdat` reduced to what tiering needs:
-//! woken for a tier, it ages the lists and demotes from the inactive tail, in batches
-//! of [`SWAP_CLUSTER_MAX`], until the tier's free pages reach a target the policy
+//! woken for a tier, it ages the lists and demotes from the inactive tail, in rounds
+//! of [`SWAP_CLUSTER_MAX`] (its N-th on a machine sampled at 1/N:
+//! [`isolated_per_round`]), until the tier's free pages reach a target the policy
 //! gives (`linux-tiering`: the promotion watermark; TPP: its demotion watermark).
 //!
 //! **Metadata.** The lists are the `lru` links and flag bits of `struct page`, which
