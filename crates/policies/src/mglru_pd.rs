@@ -37,7 +37,9 @@
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
-use crate::lru::{promo_watermark, refusal_reclaims_at_once, KswapdConfig, ReclaimOrder};
+use crate::lru::{
+    isolated_per_round, promo_watermark, refusal_reclaims_at_once, KswapdConfig, ReclaimOrder,
+};
 use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -434,6 +436,36 @@ impl MglruPd {
         (demoted, looked)
     }
 
+    /// Demote fast-tier pages of generations up to `upto` as [`MglruPd::evict`] does,
+    /// at most `max_pages` base pages, in rounds of [`isolated_per_round`] pages (the
+    /// whole batch exactly; its N-th on a machine sampled at 1/N), looking at the fast
+    /// tier's free pages after each round and stopping once they reach `target`: a
+    /// round is demoted whole before kswapd looks again, so on a sampled machine a
+    /// round of the full batch would stand for N full rounds (docs/sampling.md, "Why
+    /// the sampled kswapd's cycles were coarse"). Stops after a round that demoted
+    /// less than it asked for (the generations ran out, or a migration failed), as a
+    /// single call does. Returns (pages demoted, list entries looked at).
+    fn evict_until(
+        &mut self,
+        mech: &mut dyn Mechanisms,
+        upto: u32,
+        max_pages: u64,
+        target: u64,
+    ) -> (u64, u64) {
+        let round = isolated_per_round(mech.pages_per_simulated_page()).min(max_pages);
+        let (mut demoted, mut looked) = (0, 0);
+        while demoted < max_pages && mech.free_pages(TierId::FAST) < target {
+            let ask = round.min(max_pages - demoted);
+            let (n, l) = self.evict(mech, upto, ask);
+            demoted += n;
+            looked += l;
+            if n < ask {
+                break;
+            }
+        }
+        (demoted, looked)
+    }
+
     /// kswapd under pressure: demote from the oldest generations until the promotion
     /// watermark is free, in paced batches. The youngest generation is evicted only
     /// after a look at the accessed bit (a set bit gives the page another round).
@@ -449,7 +481,7 @@ impl MglruPd {
         if mech.free_pages(TierId::FAST) < target {
             // Older generations first.
             let older = self.gens.max_seq().saturating_sub(1);
-            let (n, l) = self.evict(mech, older, batch);
+            let (n, l) = self.evict_until(mech, older, batch, target);
             demoted += n;
             looked += l;
             // Then the youngest, with a second chance for accessed pages.
@@ -530,7 +562,8 @@ impl MglruPd {
         let Some(upto) = self.gens.max_seq().checked_sub(MIN_NR_GENS) else {
             return self.kswapd_order.sleep();
         };
-        let (demoted, looked) = self.evict(mech, upto, self.cfg.kswapd.batch_pages);
+        let target = self.kswapd_target(mech);
+        let (demoted, looked) = self.evict_until(mech, upto, self.cfg.kswapd.batch_pages, target);
         self.end_kswapd_batch(demoted, looked, mech);
     }
 }
