@@ -633,7 +633,7 @@ pub fn refusal_reclaims_at_once(pages_per_simulated_page: u64, unit_pages: u64) 
 /// given room. The watermarks scale with the machine; a round of 32 sampled pages
 /// would stand for 32·N pages, and the sampled kswapd would wake about N times too
 /// seldom and free N times too much per wakeup (measured at 1/16: 2 659 wakeups
-/// against 27 306 exactly, docs/sampling.md, "Why the sampled kswapd's cycles are
+/// against 27 306 exactly, docs/sampling.md, "Why the sampled kswapd's cycles were
 /// coarse"). A round of 32 / N sampled pages is the full round's image. A huge page
 /// still ends a round by itself, as exactly. 1 exact and live.
 pub fn isolated_per_round(pages_per_simulated_page: u64) -> u64 {

@@ -37,9 +37,7 @@
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
-use crate::lru::{
-    isolated_per_round, promo_watermark, refusal_reclaims_at_once, KswapdConfig, ReclaimOrder,
-};
+use crate::lru::{promo_watermark, refusal_reclaims_at_once, KswapdConfig, ReclaimOrder};
 use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -437,14 +435,16 @@ impl MglruPd {
     }
 
     /// Demote fast-tier pages of generations up to `upto` as [`MglruPd::evict`] does,
-    /// at most `max_pages` base pages, in rounds of [`isolated_per_round`] pages (the
-    /// whole batch exactly; its N-th on a machine sampled at 1/N), looking at the fast
-    /// tier's free pages after each round and stopping once they reach `target`: a
-    /// round is demoted whole before kswapd looks again, so on a sampled machine a
-    /// round of the full batch would stand for N full rounds (docs/sampling.md, "Why
-    /// the sampled kswapd's cycles were coarse"). Stops after a round that demoted
-    /// less than it asked for (the generations ran out, or a migration failed), as a
-    /// single call does. Returns (pages demoted, list entries looked at).
+    /// at most `max_pages` base pages, in rounds of `max_pages` / N pages (at least
+    /// one; N = `Mechanisms::pages_per_simulated_page`, so exactly one round of the
+    /// whole batch), looking at the fast tier's free pages after each round and
+    /// stopping once they reach `target`. A round is demoted whole before kswapd looks
+    /// again, so on a sampled machine a round of the whole batch would stand for N
+    /// full ones, as [`crate::lru::isolated_per_round`] says for the classic lists
+    /// (docs/sampling.md, "Why the sampled kswapd's cycles were coarse"). Stops after
+    /// a round that demoted less than it asked for (the generations ran out, or a
+    /// migration failed), as a single call does. Returns (pages demoted, list entries
+    /// looked at).
     fn evict_until(
         &mut self,
         mech: &mut dyn Mechanisms,
@@ -452,7 +452,7 @@ impl MglruPd {
         max_pages: u64,
         target: u64,
     ) -> (u64, u64) {
-        let round = isolated_per_round(mech.pages_per_simulated_page()).min(max_pages);
+        let round = (max_pages / mech.pages_per_simulated_page().max(1)).max(1);
         let (mut demoted, mut looked) = (0, 0);
         while demoted < max_pages && mech.free_pages(TierId::FAST) < target {
             let ask = round.min(max_pages - demoted);
