@@ -920,6 +920,23 @@ mod tests {
         );
     }
 
+    /// GUPS on 512 MiB with a 64 MiB fast tier, sampled at `rate`: enough pressure
+    /// that kswapd runs and promotions are refused on the watermark.
+    fn gups_under_pressure(policy: Box<dyn Policy>, rate: &str) -> RunOutput {
+        use tierkit_workloads::{GupsConfig, WorkloadConfig};
+        let sim = SimConfig {
+            sample_rate: tierkit_sim::SampleRate::parse(rate).unwrap(),
+            ..SimConfig::default()
+        };
+        let gups = WorkloadConfig::Gups(GupsConfig {
+            footprint_mib: 512,
+            nr_updates: 40_000_000,
+            ..Default::default()
+        })
+        .build(3);
+        run(&small_machine(64, 1024), &sim, policy, gups).0
+    }
+
     /// On a sampled machine a base page's hinting-fault promotion refused on the
     /// watermark, finding kswapd idle, has it reclaim at once and is tried again
     /// ([`refusal_reclaims_at_once`]); the refusal stays counted. Exactly, nothing is
@@ -929,25 +946,12 @@ mod tests {
     /// fast tier, as in zipf-kv's load), so it is not in this cell.
     #[test]
     fn a_sampled_refusal_has_kswapd_reclaim_at_once_and_is_tried_again() {
-        use tierkit_workloads::{GupsConfig, WorkloadConfig};
         let policies: [fn() -> Box<dyn Policy>; 2] = [
             || policy(LinuxTieringConfig::default()),
             || Box::new(crate::MglruPd::new(crate::MglruPdConfig::default())),
         ];
         for make in policies {
-            let run_at = |rate: &str| {
-                let sim = SimConfig {
-                    sample_rate: tierkit_sim::SampleRate::parse(rate).unwrap(),
-                    ..SimConfig::default()
-                };
-                let gups = WorkloadConfig::Gups(GupsConfig {
-                    footprint_mib: 512,
-                    nr_updates: 40_000_000,
-                    ..Default::default()
-                })
-                .build(3);
-                run(&small_machine(64, 1024), &sim, make(), gups).0
-            };
+            let run_at = |rate: &str| gups_under_pressure(make(), rate);
             let exact = run_at("1");
             let name = exact.summary.policy.clone();
             assert!(stat(&exact, "watermark_failed_pages") > 0.0, "{name}");
@@ -975,26 +979,13 @@ mod tests {
     /// 32 sampled pages, woke 954 times against 7 406.
     #[test]
     fn a_sampled_kswapd_wakes_as_often_as_the_full_one() {
-        use tierkit_workloads::{GupsConfig, WorkloadConfig};
         let policies: [fn() -> Box<dyn Policy>; 3] = [
             || policy(LinuxTieringConfig::default()),
             || Box::new(crate::MglruPd::new(crate::MglruPdConfig::default())),
             || Box::new(crate::MglruPd::kswapd_only(crate::MglruPdConfig::default())),
         ];
         for make in policies {
-            let run_at = |rate: &str| {
-                let sim = SimConfig {
-                    sample_rate: tierkit_sim::SampleRate::parse(rate).unwrap(),
-                    ..SimConfig::default()
-                };
-                let gups = WorkloadConfig::Gups(GupsConfig {
-                    footprint_mib: 512,
-                    nr_updates: 40_000_000,
-                    ..Default::default()
-                })
-                .build(3);
-                run(&small_machine(64, 1024), &sim, make(), gups).0
-            };
+            let run_at = |rate: &str| gups_under_pressure(make(), rate);
             let exact = run_at("1");
             let sampled = run_at("1/8");
             let name = exact.summary.policy.clone();

@@ -637,7 +637,15 @@ pub fn refusal_reclaims_at_once(pages_per_simulated_page: u64, unit_pages: u64) 
 /// coarse"). A round of 32 / N sampled pages is the full round's image. A huge page
 /// still ends a round by itself, as exactly. 1 exact and live.
 pub fn isolated_per_round(pages_per_simulated_page: u64) -> u64 {
-    (SWAP_CLUSTER_MAX / pages_per_simulated_page.max(1)).max(1)
+    sampled_round(SWAP_CLUSTER_MAX, pages_per_simulated_page)
+}
+
+/// A reclaim round of `full_round` pages on the full machine, in sampled pages on a
+/// machine where a simulated page stands for `pages_per_simulated_page` (N):
+/// `full_round` / N, at least 1 (see [`isolated_per_round`]; the MGLRU forms' kswapd
+/// batch uses it too).
+pub fn sampled_round(full_round: u64, pages_per_simulated_page: u64) -> u64 {
+    (full_round / pages_per_simulated_page.max(1)).max(1)
 }
 
 /// A kswapd per tier, demoting from that tier to the next.

@@ -37,7 +37,9 @@
 //! Parameters and decisions: `docs/policies/mglru-pd.md`.
 
 use crate::linux_tiering::{FaultOutcome, TieringPromotion};
-use crate::lru::{promo_watermark, refusal_reclaims_at_once, KswapdConfig, ReclaimOrder};
+use crate::lru::{
+    promo_watermark, refusal_reclaims_at_once, sampled_round, KswapdConfig, ReclaimOrder,
+};
 use crate::numa_scan::{ArmFilter, NumaScanConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -435,9 +437,9 @@ impl MglruPd {
     }
 
     /// Demote fast-tier pages of generations up to `upto` as [`MglruPd::evict`] does,
-    /// at most `max_pages` base pages, in rounds of `max_pages` / N pages (at least
-    /// one; N = `Mechanisms::pages_per_simulated_page`, so exactly one round of the
-    /// whole batch), looking at the fast tier's free pages after each round and
+    /// at most `max_pages` base pages, in rounds of `max_pages` / N pages
+    /// ([`sampled_round`]; N = `Mechanisms::pages_per_simulated_page`, so exactly one
+    /// round of the whole batch), looking at the fast tier's free pages after each round and
     /// stopping once they reach `target`. A round is demoted whole before kswapd looks
     /// again, so on a sampled machine a round of the whole batch would stand for N
     /// full ones, as [`crate::lru::isolated_per_round`] says for the classic lists
@@ -452,7 +454,7 @@ impl MglruPd {
         max_pages: u64,
         target: u64,
     ) -> (u64, u64) {
-        let round = (max_pages / mech.pages_per_simulated_page().max(1)).max(1);
+        let round = sampled_round(max_pages, mech.pages_per_simulated_page());
         let (mut demoted, mut looked) = (0, 0);
         while demoted < max_pages && mech.free_pages(TierId::FAST) < target {
             let ask = round.min(max_pages - demoted);
